@@ -1,0 +1,129 @@
+// Values the inference model takes and returns. Search and output depend on these, never on engine internals.
+import type { Backend, Dtype, ModelSpec, SystemSpec, Workload } from '../inputs/types.js';
+import type { PerfSource } from '../perf/types.js';
+
+/** A user's correction profile fitted by `configure calibrate` from measured AIPerf runs. */
+export interface CorrectionProfile {
+  /** Multiplies prefill (context) compute time. */
+  prefillFactor: number;
+  /** Multiplies decode step time. */
+  decodeFactor: number;
+  /** Added to every engine step, ms. */
+  stepOverheadMs: number;
+  /** Where it came from (file path), shown in reports as "calibrated". */
+  source: string;
+}
+
+export interface EngineContext {
+  model: ModelSpec;
+  system: SystemSpec;
+  backend: Backend;
+  version: string;
+  perf: PerfSource;
+  /** Effective dtypes after the checkpoint and the --weight-dtype / --kv-cache-dtype overrides. */
+  gemmDtype: Dtype;
+  moeDtype: Dtype;
+  kvDtype: Dtype;
+  workload: Workload;
+  correction?: CorrectionProfile;
+  /** For disagg on heterogeneous systems: the decode pool's system and perf source. */
+  decodeSystem?: SystemSpec;
+  decodePerf?: PerfSource;
+}
+
+/** GPUs of one model instance = tp * pp * dp (attention data parallel); moeTp * moeEp = tp * dp. */
+export interface ParallelLayout {
+  tp: number;
+  pp: number;
+  dp: number;
+  moeTp: number;
+  moeEp: number;
+}
+
+export interface AggConfig extends ParallelLayout {
+  /** Concurrency per replica = the engine's max running sequences (max-num-seqs). */
+  batchSize: number;
+  /** Token budget per engine step (chunked prefill), i.e. max-num-batched-tokens. */
+  maxNumTokens: number;
+}
+
+export interface PoolConfig extends ParallelLayout {
+  batchSize: number;
+  maxNumTokens: number;
+  workers: number;
+}
+
+export interface DisaggConfig {
+  prefill: PoolConfig;
+  decode: PoolConfig;
+}
+
+export interface Band {
+  low: number;
+  high: number;
+}
+
+export interface ServingMetrics {
+  ttftMs: number;
+  tpotMs: number;
+  requestLatencyMs: number;
+  /** Output tokens per second of everything this estimate covers (all replicas / workers). */
+  outputTokPerS: number;
+  tokPerSPerGpu: number;
+  tokPerSPerUser: number;
+  requestsPerS: number;
+  /** Total concurrency (clients) this estimate covers. */
+  concurrency: number;
+  gpus: number;
+}
+
+export interface MetricBands {
+  ttftMs: Band;
+  tpotMs: Band;
+  requestLatencyMs: Band;
+  tokPerSPerGpu: Band;
+  tokPerSPerUser: Band;
+}
+
+export interface MemoryPicture {
+  capacityGiB: number;
+  weightsGiB: number;
+  activationGiB: number;
+  reserveGiB: number;
+  kvCacheGiB: number;
+  kvBytesPerTokenPerGpu: number;
+  kvTokens: number;
+  /** Largest number of sequences of length isl+osl that fit in the KV cache. */
+  maxSequences: number;
+}
+
+export interface Refusal {
+  refused: true;
+  constraint: 'memory' | 'engine';
+  reason: string;
+}
+
+export interface AggEstimate {
+  refused: false;
+  mode: 'agg';
+  config: AggConfig;
+  replicas: number;
+  metrics: ServingMetrics;
+  bands: MetricBands;
+  memory: MemoryPicture;
+  /** Time per op type (ms per step) for prefill and decode, when asked for. */
+  breakdown?: { prefill: Record<string, number>; decode: Record<string, number> };
+}
+
+export interface DisaggEstimate {
+  refused: false;
+  mode: 'disagg';
+  config: DisaggConfig;
+  metrics: ServingMetrics;
+  bands: MetricBands;
+  memory: { prefill: MemoryPicture; decode: MemoryPicture };
+  kvTransferMs: number;
+  breakdown?: { prefill: Record<string, number>; decode: Record<string, number> };
+}
+
+export type Estimate = AggEstimate | DisaggEstimate;
