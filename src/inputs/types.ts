@@ -95,6 +95,10 @@ export interface ModelSpec {
   publishedParamsB?: number;
   /** Where the spec came from: "bundled", a path, "hf-cache", "hub". */
   source: string;
+  /** Other ids that name the same checkpoint architecture (bundled models only). */
+  aliases?: string[];
+  /** Multi-token-prediction layers shipped with the checkpoint (DeepSeek-V3/R1: 1); not counted in numLayers. */
+  mtpLayers?: number;
 }
 
 export type Backend = 'vllm' | 'sglang' | 'trtllm';

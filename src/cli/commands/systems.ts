@@ -1,15 +1,51 @@
-// Placeholder until the 'systems' command lands.
+// `configure systems`: the bundled GPU systems, their key figures, and the engine versions each supports.
 import type { Command } from 'commander';
-import { runAction } from '../common.js';
-import { InferplanError } from '../../util/errors.js';
+import Table from 'cli-table3';
+import { printJson, runAction, type GlobalOptions } from '../common.js';
+import { addGlobalOptions } from '../options.js';
+import { systemsMarkdown } from '../../inputs/markdown.js';
+import { listSystems } from '../../inputs/systems.js';
+import { BACKENDS, type SystemSpec } from '../../inputs/types.js';
+
+const EXAMPLES = `
+Examples:
+  $ configure systems                 # table of systems, GPUs, memory and engine versions
+  $ configure systems --json          # the full system specs as one JSON document
+  $ configure systems --markdown      # the same table in Markdown
+`;
+
+export function systemsTable(systems: SystemSpec[]): string {
+  const table = new Table({
+    head: ['system', 'GPU', 'HBM GiB', 'HBM GB/s', 'dense TFLOPS\nbf16/fp8/fp4', 'GPUs/\nnode', 'GB/s per GPU\nscale-up, net', 'backend versions (* = default)'],
+    colWidths: [null, 24, null, null, null, null, null, 62],
+    wordWrap: true,
+    style: { head: [], border: [] },
+  });
+  for (const s of systems) {
+    const t = s.gpu.tflops;
+    const flops = [t.bfloat16, t.fp8 ?? '-', t.nvfp4 ?? '-'].join('/');
+    const link = `${s.intraNodeLink} ${s.intraNodeBwGBs}, ${s.interNodeBwGBs}`;
+    const backends = BACKENDS.filter((b) => s.backends[b]).map((b) => {
+      const sup = s.backends[b]!;
+      return `${b}: ${sup.versions.map((v) => (v === sup.default ? `${v}*` : v)).join(' ')}`;
+    });
+    table.push([s.name, s.gpu.name, s.gpu.memGiB, s.gpu.memBwGBs, flops, s.gpusPerNode, link, backends.join('\n')]);
+  }
+  return table.toString();
+}
 
 export function registerSystems(program: Command): void {
-  program
+  const cmd = program
     .command('systems')
-    .description('(not yet available)')
-    .option('--json', 'machine-readable output')
-    .allowUnknownOption()
-    .action(async (opts) => runAction(opts, () => {
-      throw new InferplanError('the systems command is not available yet', 1);
-    }));
+    .description('list the bundled GPU systems with their figures and the supported engine versions')
+    .addHelpText('after', EXAMPLES);
+  cmd.option('--markdown', 'print a Markdown table (as in the README)');
+  addGlobalOptions(cmd).action(async (opts: GlobalOptions & { markdown?: boolean }) =>
+    runAction(opts, () => {
+      const systems = listSystems();
+      if (opts.json) printJson({ systems });
+      else if (opts.markdown) process.stdout.write(systemsMarkdown(systems) + '\n');
+      else process.stdout.write(systemsTable(systems) + '\n');
+    }),
+  );
 }

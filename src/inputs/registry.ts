@@ -1,0 +1,160 @@
+// Bundled models: data/models/*.yaml in our own normalized schema (ModelSpec fields in camelCase, plus aliases and
+// publishedParamsB). An entry may `extends` another entry's id and restate only what differs (quantized variants).
+import { readdirSync, readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { dataPath } from '../util/paths.js';
+import type { Dtype, ModelSpec } from './types.js';
+
+const DTYPES = ['bfloat16', 'float16', 'fp8', 'fp8_block', 'nvfp4', 'mxfp4', 'int8_wo', 'int4_wo'] as const satisfies readonly Dtype[];
+const dtype = z.enum(DTYPES);
+const int = z.number().int().nonnegative();
+const pos = z.number().int().positive();
+
+const entrySchema = z.strictObject({
+  id: z.string().regex(/^[\w.-]+\/[\w.-]+$/, 'expected ORG/NAME'),
+  extends: z.string().optional(),
+  aliases: z.array(z.string().min(1)).optional(),
+  publishedParamsB: z.number().positive().optional(),
+  family: z.string().min(1).optional(),
+  architecture: z.string().min(1).optional(),
+  numLayers: pos.optional(),
+  hiddenSize: pos.optional(),
+  numHeads: pos.optional(),
+  numKvHeads: pos.optional(),
+  headDim: pos.optional(),
+  intermediateSize: int.optional(),
+  vocabSize: pos.optional(),
+  tiedEmbeddings: z.boolean().optional(),
+  maxPositionEmbeddings: pos.optional(),
+  /** `pattern` repeats over the layers: S = sliding-window layer, F = full attention (gpt-oss: "SF"). */
+  slidingWindow: z.strictObject({ window: pos, pattern: z.string().regex(/^[SF]+$/) }).optional(),
+  moe: z
+    .strictObject({
+      numExperts: pos,
+      topK: pos,
+      expertIntermediateSize: pos,
+      sharedExperts: int,
+      sharedIntermediateSize: int,
+      firstDenseLayers: int,
+    })
+    .optional(),
+  mla: z
+    .strictObject({ qLoraRank: int, kvLoraRank: pos, qkNopeHeadDim: pos, qkRopeHeadDim: pos, vHeadDim: pos })
+    .optional(),
+  mtpLayers: int.optional(),
+  layerOverrides: z
+    .array(
+      z.strictObject({
+        layer: int,
+        attention: z.enum(['full', 'none', 'linear']).optional(),
+        numKvHeads: pos.optional(),
+        intermediateSize: int.optional(),
+        ffn: z.enum(['full', 'none', 'linear']).optional(),
+      }),
+    )
+    .optional(),
+  quant: z.strictObject({ scheme: z.string().min(1), gemmDtype: dtype, moeDtype: dtype }).optional(),
+  kvDtype: dtype.optional(),
+});
+type Entry = z.infer<typeof entrySchema>;
+
+const fileSchema = z.strictObject({ models: z.array(entrySchema).min(1) });
+
+const REQUIRED = [
+  'family', 'architecture', 'numLayers', 'hiddenSize', 'numHeads', 'numKvHeads', 'headDim', 'intermediateSize',
+  'vocabSize', 'tiedEmbeddings', 'maxPositionEmbeddings', 'quant', 'kvDtype',
+] as const;
+
+function toSpec(e: Entry, file: string): ModelSpec {
+  for (const k of REQUIRED) if (e[k] === undefined) throw new Error(`data/models/${file}: ${e.id}: missing ${k}`);
+  const numLayers = e.numLayers!;
+  const spec: ModelSpec = {
+    id: e.id,
+    family: e.family!,
+    architecture: e.architecture!,
+    numLayers,
+    hiddenSize: e.hiddenSize!,
+    numHeads: e.numHeads!,
+    numKvHeads: e.numKvHeads!,
+    headDim: e.headDim!,
+    intermediateSize: e.intermediateSize!,
+    vocabSize: e.vocabSize!,
+    tiedEmbeddings: e.tiedEmbeddings!,
+    maxPositionEmbeddings: e.maxPositionEmbeddings!,
+    quant: { ...e.quant! },
+    kvDtype: e.kvDtype!,
+    source: 'bundled',
+  };
+  if (e.slidingWindow) {
+    const p = e.slidingWindow.pattern;
+    spec.slidingWindow = { window: e.slidingWindow.window, layers: Array.from({ length: numLayers }, (_, i) => p[i % p.length] === 'S') };
+  }
+  if (e.moe) spec.moe = { ...e.moe };
+  if (e.mla) spec.mla = { ...e.mla };
+  if (e.mtpLayers) spec.mtpLayers = e.mtpLayers;
+  if (e.layerOverrides) {
+    const bad = e.layerOverrides.find((o) => o.layer >= numLayers);
+    if (bad) throw new Error(`data/models/${file}: ${e.id}: layer override ${bad.layer} beyond ${numLayers} layers`);
+    spec.layerOverrides = e.layerOverrides.map((o) => ({ ...o }));
+  }
+  if (e.publishedParamsB !== undefined) spec.publishedParamsB = e.publishedParamsB;
+  if (e.aliases?.length) spec.aliases = [...e.aliases];
+  return spec;
+}
+
+let cache: ModelSpec[] | undefined;
+
+/** Load and validate every bundled model (cached). Broken bundled data is an internal error, not user input. */
+export function loadRegistry(): ModelSpec[] {
+  if (cache) return cache;
+  const dir = dataPath('models');
+  const entries: { e: Entry; file: string }[] = [];
+  for (const file of readdirSync(dir).filter((f) => f.endsWith('.yaml')).sort()) {
+    const parsed = fileSchema.safeParse(parseYaml(readFileSync(`${dir}/${file}`, 'utf8')));
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      throw new Error(`data/models/${file}: ${issue?.path.join('.') ?? ''}: ${issue?.message ?? 'invalid'}`);
+    }
+    for (const e of parsed.data.models) entries.push({ e, file });
+  }
+  const byId = new Map(entries.map((x) => [x.e.id, x]));
+  const resolved = new Map<string, Entry>();
+  const resolve = (id: string, seen: string[]): Entry => {
+    const done = resolved.get(id);
+    if (done) return done;
+    const x = byId.get(id);
+    if (!x) throw new Error(`data/models: "${seen.at(-1)}" extends unknown model "${id}"`);
+    if (seen.includes(id)) throw new Error(`data/models: extends cycle at ${id}`);
+    // Aliases and published size belong to the entry itself, never inherited.
+    const { aliases: _a, publishedParamsB: _p, id: _i, extends: _x, ...parent } = x.e.extends ? resolve(x.e.extends, [...seen, id]) : ({ id } as Entry);
+    const merged = { ...parent, ...x.e } as Entry;
+    resolved.set(id, merged);
+    return merged;
+  };
+  const specs = entries.map(({ e, file }) => toSpec(resolve(e.id, []), file));
+  const names = new Map<string, string>();
+  for (const s of specs) {
+    for (const n of [s.id, ...(s.aliases ?? [])]) {
+      const k = n.toLowerCase();
+      const prev = names.get(k);
+      if (prev) throw new Error(`data/models: "${n}" names both ${prev} and ${s.id}`);
+      names.set(k, s.id);
+    }
+  }
+  cache = specs;
+  return specs;
+}
+
+/**
+ * A bundled model by id or alias (case-insensitive), or undefined. A bare name without the organisation
+ * ("Qwen3-32B") matches when exactly one bundled id or alias ends with it.
+ */
+export function findBundled(name: string): ModelSpec | undefined {
+  const k = name.trim().toLowerCase();
+  const all = loadRegistry();
+  const exact = all.find((s) => s.id.toLowerCase() === k || (s.aliases ?? []).some((a) => a.toLowerCase() === k));
+  if (exact || k.includes('/')) return exact;
+  const bare = all.filter((s) => [s.id, ...(s.aliases ?? [])].some((n) => n.toLowerCase().split('/')[1] === k));
+  return bare.length === 1 ? bare[0] : undefined;
+}

@@ -1,0 +1,204 @@
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { countParams, listBundledModels, parseHfConfig, resolveModel } from '../../src/inputs/models.js';
+import { activeParams } from '../../src/inputs/params.js';
+import { effectiveDtypes } from '../../src/inputs/dtypes.js';
+import { deciFfnSize } from '../../src/inputs/hf-config.js';
+import { InputError, UnsupportedError } from '../../src/util/errors.js';
+import type { ModelSpec } from '../../src/inputs/types.js';
+
+const REF = join(import.meta.dirname, '../../../shared/reference');
+const CONFIGS = join(REF, 'model-configs');
+if (!existsSync(REF)) console.log(`note: ${REF} absent; skipping the checks against reference configs`);
+
+const OFFLINE = { env: { HF_HUB_OFFLINE: '1', HF_HUB_CACHE: '/nonexistent' } };
+
+const llamaConfig = () => ({
+  architectures: ['LlamaForCausalLM'],
+  hidden_size: 4096,
+  intermediate_size: 14336,
+  num_hidden_layers: 32,
+  num_attention_heads: 32,
+  num_key_value_heads: 8,
+  vocab_size: 128256,
+  max_position_embeddings: 131072,
+  tie_word_embeddings: false,
+  torch_dtype: 'bfloat16',
+});
+
+describe('bundled registry', () => {
+  const models = listBundledModels();
+  it('holds the models the planner promises', () => {
+    const ids = models.map((m) => m.id);
+    for (const id of [
+      'meta-llama/Llama-3.1-8B', 'meta-llama/Llama-3.1-70B', 'meta-llama/Llama-3.1-405B', 'meta-llama/Llama-3.3-70B-Instruct',
+      'nvidia/Llama-3.1-Nemotron-Nano-4B-v1.1', 'nvidia/Llama-3_3-Nemotron-Super-49B-v1', 'Qwen/Qwen3-0.6B', 'Qwen/Qwen3-1.7B',
+      'Qwen/Qwen3-4B', 'Qwen/Qwen3-8B', 'Qwen/Qwen3-14B', 'Qwen/Qwen3-32B', 'Qwen/Qwen3-32B-FP8', 'Qwen/Qwen2.5-7B-Instruct',
+      'Qwen/Qwen2.5-72B-Instruct', 'mistralai/Mistral-7B-Instruct-v0.3', 'mistralai/Mixtral-8x7B-v0.1', 'mistralai/Mixtral-8x22B-v0.1',
+      'Qwen/Qwen3-30B-A3B', 'Qwen/Qwen3-235B-A22B', 'Qwen/Qwen3-235B-A22B-FP8', 'openai/gpt-oss-20b', 'openai/gpt-oss-120b',
+      'deepseek-ai/DeepSeek-V3', 'deepseek-ai/DeepSeek-R1', 'nvidia/Llama-3.1-70B-Instruct-FP8', 'nvidia/Qwen3-235B-A22B-NVFP4',
+      'Qwen/Qwen3-30B-A3B-FP8', 'Qwen/Qwen3-32B-FP8-Static-PerTensor',
+    ]) {
+      expect(ids).toContain(id);
+    }
+  });
+
+  it.each(models.map((m) => [m.id, m] as const))('%s: parameter count within 2%% of the published size', (_id, m) => {
+    expect(m.publishedParamsB, 'publishedParamsB').toBeDefined();
+    const billions = countParams(m) / 1e9;
+    expect(Math.abs(billions / m.publishedParamsB! - 1)).toBeLessThan(0.02);
+  });
+
+  it('resolves ids and aliases case-insensitively', async () => {
+    expect((await resolveModel('qwen/qwen3-32b', OFFLINE)).id).toBe('Qwen/Qwen3-32B');
+    expect((await resolveModel('meta-llama/Llama-3.1-8B-Instruct', OFFLINE)).id).toBe('meta-llama/Llama-3.1-8B');
+    expect((await resolveModel('mistralai/Mixtral-8x7B-Instruct-v0.1', OFFLINE)).id).toBe('mistralai/Mixtral-8x7B-v0.1');
+    expect((await resolveModel('nvidia/Llama-3.1-8B-Instruct-FP8', OFFLINE)).quant.gemmDtype).toBe('fp8');
+    expect((await resolveModel('Qwen/Qwen3-32B', OFFLINE)).source).toBe('bundled');
+    expect((await resolveModel('gpt-oss-120b', OFFLINE)).id).toBe('openai/gpt-oss-120b'); // bare name, unique
+  });
+
+  it('models the special shapes: sliding windows, heterogeneous blocks, MLA, MTP', async () => {
+    const oss = await resolveModel('openai/gpt-oss-120b', OFFLINE);
+    expect(oss.slidingWindow!.window).toBe(128);
+    expect(oss.slidingWindow!.layers.slice(0, 4)).toEqual([true, false, true, false]);
+    expect(oss.slidingWindow!.layers).toHaveLength(36);
+    expect(oss.quant).toEqual({ scheme: 'mxfp4', gemmDtype: 'bfloat16', moeDtype: 'mxfp4' });
+    const nano = await resolveModel('nvidia/Llama-3.1-Nemotron-Nano-4B-v1.1', OFFLINE);
+    expect(nano.headDim).toBe(128);
+    const sup = await resolveModel('nvidia/Llama-3_3-Nemotron-Super-49B-v1', OFFLINE);
+    const noAttn = sup.layerOverrides!.filter((o) => o.attention === 'none').length;
+    expect(noAttn).toBe(31); // 49 of the 80 layers keep attention
+    const ds = await resolveModel('deepseek-ai/DeepSeek-R1', OFFLINE);
+    expect(ds.mla!.kvLoraRank).toBe(512);
+    expect(ds.mtpLayers).toBe(1);
+    expect(ds.quant.gemmDtype).toBe('fp8_block');
+  });
+
+  it('active parameters per token within 10% of the cards (DeepSeek 37B, gpt-oss 5.1B / 3.6B, Mixtral 12.9B / 39B, Qwen3 22B / 3.3B, Kimi 32B)', async () => {
+    const card: Record<string, number> = {
+      'deepseek-ai/DeepSeek-V3': 37, 'openai/gpt-oss-120b': 5.1, 'openai/gpt-oss-20b': 3.6, 'mistralai/Mixtral-8x7B-v0.1': 12.9,
+      'mistralai/Mixtral-8x22B-v0.1': 39, 'Qwen/Qwen3-235B-A22B': 22, 'Qwen/Qwen3-30B-A3B': 3.3, 'moonshotai/Kimi-K2-Instruct': 32,
+      'meta-llama/Llama-4-Scout-17B-16E-Instruct': 17,
+    };
+    for (const [id, b] of Object.entries(card)) {
+      const active = activeParams(await resolveModel(id, OFFLINE)) / 1e9;
+      expect(Math.abs(active / b - 1), id).toBeLessThan(0.1);
+    }
+    // dense: everything but the input embedding (32.76B - 0.78B)
+    expect(activeParams(await resolveModel('Qwen/Qwen3-32B', OFFLINE)) / 1e9).toBeCloseTo(31.98, 2);
+  });
+
+  it('returns copies, so callers cannot corrupt the registry', async () => {
+    (await resolveModel('Qwen/Qwen3-8B', OFFLINE)).numLayers = 1;
+    expect((await resolveModel('Qwen/Qwen3-8B', OFFLINE)).numLayers).toBe(36);
+  });
+});
+
+describe.skipIf(!existsSync(CONFIGS))('bundled entries agree with the reference checkpoints', () => {
+  const files = existsSync(CONFIGS) ? readdirSync(CONFIGS).filter((f) => f.endsWith('_config.json') && !f.endsWith('_hf_quant_config.json')) : [];
+  const strip = (m: ModelSpec) => {
+    const { id: _i, source: _s, aliases: _a, publishedParamsB: _p, ...rest } = m;
+    return rest;
+  };
+  it.each(files)('%s', async (file) => {
+    const id = file.replace(/_config\.json$/, '').replace('--', '/');
+    const quantFile = join(CONFIGS, file.replace(/_config\.json$/, '_hf_quant_config.json'));
+    const quant = existsSync(quantFile) ? JSON.parse(readFileSync(quantFile, 'utf8')) : undefined;
+    const config = JSON.parse(readFileSync(join(CONFIGS, file), 'utf8'));
+    let parsed: ModelSpec;
+    try {
+      parsed = parseHfConfig(config, quant, id, 'test');
+    } catch (e) {
+      // Hybrid Mamba models (Nemotron-H) are outside what the planner models.
+      expect(e).toBeInstanceOf(UnsupportedError);
+      return;
+    }
+    const bundled = await resolveModel(id.replace('Meta-Llama-3.1', 'Llama-3.1'), OFFLINE);
+    expect(strip(bundled)).toEqual(strip(parsed));
+  });
+
+  it('every model family in the end-to-end measurements resolves by the spelling used there', async () => {
+    const csv = readFileSync(join(REF, 'aic-silicon/e2e/dev.csv'), 'utf8').trim().split('\n');
+    const col = csv[0]!.split(',').indexOf('model_path');
+    const names = [...new Set(csv.slice(1).map((l) => l.split(',')[col]!))];
+    // Architectures the planner does not model: Qwen3.5 (hybrid linear attention), GLM-5 (sparse attention).
+    const outside = /Qwen3\.5|GLM-5/;
+    for (const n of names.filter((x) => !outside.test(x))) {
+      expect((await resolveModel(n, OFFLINE)).source, n).toBe('bundled');
+    }
+  });
+});
+
+describe('parseHfConfig', () => {
+  it('reads a Llama config', () => {
+    const m = parseHfConfig(llamaConfig(), undefined, 'x/llama', 'test');
+    expect(m).toMatchObject({ family: 'llama', numLayers: 32, headDim: 128, numKvHeads: 8, kvDtype: 'bfloat16' });
+    expect(countParams(m) / 1e9).toBeCloseTo(8.03, 2);
+  });
+  it('defaults kv heads to heads and head_dim to hidden/heads', () => {
+    const c: Record<string, unknown> = llamaConfig();
+    delete c.num_key_value_heads;
+    const m = parseHfConfig(c, undefined, 'x/mha', 'test');
+    expect(m.numKvHeads).toBe(32);
+    expect(m.headDim).toBe(128);
+  });
+  it('names a missing field (exit 2)', () => {
+    const c: Record<string, unknown> = llamaConfig();
+    delete c.hidden_size;
+    expect(() => parseHfConfig(c, undefined, 'x/broken', 'test')).toThrow('x/broken: config.json: missing field "hidden_size"');
+    expect(() => parseHfConfig({ ...llamaConfig(), num_hidden_layers: 'many' }, undefined, 'x/b', 'test')).toThrow(InputError);
+    expect(() => parseHfConfig([], undefined, 'x/b', 'test')).toThrow(InputError);
+  });
+  it('rejects an unknown architecture with exit 4 and the supported list', () => {
+    let err: unknown;
+    try {
+      parseHfConfig({ ...llamaConfig(), architectures: ['MambaForCausalLM'] }, undefined, 'x/mamba', 'test');
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(UnsupportedError);
+    expect((err as UnsupportedError).exitCode).toBe(4);
+    expect((err as Error).message).toMatch(/architecture MambaForCausalLM is not supported; supported: LlamaForCausalLM, .*DeepseekV3ForCausalLM/);
+  });
+  it('computes DeciLM FFN widths as the reference implementation does', () => {
+    expect(deciFfnSize(5.25, 8192)).toBe(28672);
+    expect(deciFfnSize(2.625, 8192)).toBe(14336);
+    expect(deciFfnSize(1.0, 8192)).toBe(5632);
+    expect(deciFfnSize(0.5, 8192)).toBe(2816);
+  });
+});
+
+describe('quantization read from the checkpoint', () => {
+  const q = (quantization_config: unknown, hfQuant?: unknown) => parseHfConfig({ ...llamaConfig(), quantization_config }, hfQuant, 'x/q', 'test');
+  it('fp8 with weight blocks is fp8_block; without, per-tensor fp8', () => {
+    expect(q({ quant_method: 'fp8', weight_block_size: [128, 128] }).quant.gemmDtype).toBe('fp8_block');
+    expect(q({ quant_method: 'fp8', activation_scheme: 'dynamic' }).quant.gemmDtype).toBe('fp8');
+  });
+  it('ModelOpt hf_quant_config.json: FP8 / NVFP4 and the KV-cache format', () => {
+    const fp8 = q(undefined, { quantization: { quant_algo: 'FP8', kv_cache_quant_algo: 'FP8' } });
+    expect(fp8.quant.gemmDtype).toBe('fp8');
+    expect(fp8.kvDtype).toBe('fp8');
+    const fp4 = q(undefined, { quantization: { quant_algo: 'NVFP4', kv_cache_quant_algo: null } });
+    expect(fp4.quant).toEqual({ scheme: 'nvfp4', gemmDtype: 'nvfp4', moeDtype: 'nvfp4' });
+    expect(fp4.kvDtype).toBe('bfloat16');
+  });
+  it('compressed-tensors fp8 weights with an fp8 KV scheme', () => {
+    const m = q({
+      quant_method: 'compressed-tensors',
+      config_groups: { g: { weights: { num_bits: 8, type: 'float' }, input_activations: { num_bits: 8, type: 'float' } } },
+      kv_cache_scheme: { num_bits: 8, type: 'float' },
+    });
+    expect(m.quant.gemmDtype).toBe('fp8');
+    expect(m.kvDtype).toBe('fp8');
+  });
+  it('an unknown scheme is unsupported (exit 4)', () => {
+    expect(() => q({ quant_method: 'bitsandbytes' })).toThrow(UnsupportedError);
+  });
+  it('flags override the checkpoint', () => {
+    const m = q({ quant_method: 'fp8', weight_block_size: [128, 128] });
+    expect(effectiveDtypes(m)).toEqual({ gemmDtype: 'fp8_block', moeDtype: 'fp8_block', kvDtype: 'bfloat16' });
+    expect(effectiveDtypes(m, { weightDtype: 'nvfp4', kvDtype: 'fp8' })).toEqual({ gemmDtype: 'nvfp4', moeDtype: 'nvfp4', kvDtype: 'fp8' });
+  });
+});
