@@ -31,3 +31,67 @@ export function loadCorrectionProfile(path: string): CorrectionProfile {
   const p = parsed.data;
   return { prefillFactor: p.prefill_factor, decodeFactor: p.decode_factor, stepOverheadMs: p.step_overhead_ms, source: path };
 }
+
+/** Where a fitted profile came from; written beside the factors so a profile explains itself. */
+export interface ProfileProvenance {
+  inferplanVersion: string;
+  created: string;
+  model: string;
+  system: string;
+  backend: string;
+  backendVersion?: string;
+  mode: 'agg' | 'disagg';
+  plan?: string;
+  fitted: string[];
+  runs: Array<{ label: string; source: string; concurrency: number; isl: number; osl: number }>;
+  errorBefore: { ttftMapePct: number; tpotMapePct: number; rmsLogError: number };
+  errorAfter: { ttftMapePct: number; tpotMapePct: number; rmsLogError: number };
+}
+
+const round = (v: number, digits: number) => Number(v.toFixed(digits));
+
+/** The YAML text of a correction profile (readable by `loadCorrectionProfile`). */
+export function correctionProfileYaml(p: Omit<CorrectionProfile, 'source'>, prov: ProfileProvenance): string {
+  const err = (e: ProfileProvenance['errorBefore']) => ({
+    ttft_mape_pct: round(e.ttftMapePct, 2),
+    tpot_mape_pct: round(e.tpotMapePct, 2),
+    rms_log_error: round(e.rmsLogError, 5),
+  });
+  const doc = {
+    kind: 'inferplan-correction-profile',
+    prefill_factor: round(p.prefillFactor, 5),
+    decode_factor: round(p.decodeFactor, 5),
+    step_overhead_ms: round(p.stepOverheadMs, 4),
+    fitted: prov.fitted,
+    inferplan_version: prov.inferplanVersion,
+    created: prov.created,
+    model: prov.model,
+    system: prov.system,
+    backend: prov.backend,
+    ...(prov.backendVersion ? { backend_version: prov.backendVersion } : {}),
+    mode: prov.mode,
+    ...(prov.plan ? { plan: prov.plan } : {}),
+    error_before: err(prov.errorBefore),
+    error_after: err(prov.errorAfter),
+    runs: prov.runs.map((r) => ({ label: r.label, source: r.source, concurrency: r.concurrency, isl: r.isl, osl: r.osl })),
+  };
+  return '# Correction profile fitted by `configure calibrate`; apply with --calibration FILE.\n' + YAML.stringify(doc);
+}
+
+/** Where a profile's provenance names another model, system or backend than the one it is applied to. */
+export function profileMismatches(path: string, target: { model: string; system: string; backend: string }): string[] {
+  let doc: Record<string, unknown>;
+  try {
+    doc = (YAML.parse(readFileSync(path, 'utf8')) ?? {}) as Record<string, unknown>;
+  } catch {
+    return [];
+  }
+  const out: string[] = [];
+  for (const key of ['model', 'system', 'backend'] as const) {
+    const v = doc[key];
+    if (typeof v === 'string' && v.toLowerCase() !== target[key].toLowerCase()) {
+      out.push(`calibration ${path} was fitted for ${key} ${v}, applied to ${target[key]}`);
+    }
+  }
+  return out;
+}

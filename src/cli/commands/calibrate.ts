@@ -1,15 +1,135 @@
-// Placeholder until the 'calibrate' command lands.
+// `configure calibrate`: fit a correction profile (prefill factor, decode factor, per-step overhead) to measured
+// AIPerf runs of one deployment, report the error before and after, and write the profile as YAML.
+import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { runAction } from '../common.js';
-import { InferplanError } from '../../util/errors.js';
+import { log, printJson, runAction } from '../common.js';
+import { addGlobalOptions } from '../options.js';
+import { InputError } from '../../util/errors.js';
+import { fitCorrection, FIT_PARAMS, type FitParam, type FitResult } from '../../validate/fit.js';
+import { validateRuns, type MeasuredStat, type ValidationReport } from '../../validate/compare.js';
+import { correctionProfileYaml } from '../../validate/profile.js';
+import { addTargetOptions, fmtPct, loadRuns, shortPath, reportJson, resolveTarget, runWarnings, targetTitle, summaryLine, targetContext, targetPredictor } from './validate.js';
+
+const pkg = createRequire(import.meta.url)('../../../package.json') as { version: string };
+
+function parseParams(v: string | undefined): FitParam[] | undefined {
+  if (!v) return undefined;
+  const out = v.split(',').map((s) => s.trim().toLowerCase());
+  for (const p of out) {
+    if (!FIT_PARAMS.includes(p as FitParam)) throw new InputError(`--fit "${p}" is not a profile parameter; accepted: ${FIT_PARAMS.join(', ')}`);
+  }
+  return out as FitParam[];
+}
+
+function writeAtomic(path: string, text: string): void {
+  mkdirSync(dirname(path), { recursive: true });
+  const tmp = `${path}.tmp-${process.pid}`;
+  writeFileSync(tmp, text);
+  renameSync(tmp, path);
+}
+
+export function fitLines(fit: FitResult): string[] {
+  const p = fit.profile;
+  const q = (x: FitResult['before']) => `TTFT ${x.ttftMape.toFixed(1)}%, TPOT ${x.tpotMape.toFixed(1)}% (rms log error ${x.rmsLogError.toFixed(4)})`;
+  return [
+    `Fitted (${fit.fitted.join(', ')}) on ${fit.used.length} runs: prefill_factor ${p.prefillFactor.toFixed(4)}, decode_factor ${p.decodeFactor.toFixed(4)}, step_overhead_ms ${p.stepOverheadMs.toFixed(3)}`,
+    `Mean abs error before: ${q(fit.before)}`,
+    `Mean abs error after:  ${q(fit.after)}`,
+    ...fit.skipped.map((s) => `skipped ${s.label}: ${s.reason}`),
+    ...fit.notes.map((n) => `note: ${n}`),
+  ];
+}
+
+/** Per run: TTFT and TPOT error before and after the fitted profile. */
+export function beforeAfterTable(before: ValidationReport, after: ValidationReport): string[] {
+  const err = (rep: ValidationReport, i: number, metric: 'ttftMs' | 'tpotMs') =>
+    fmtPct(rep.runs[i].metrics.find((m) => m.metric === metric)?.errorPct ?? null);
+  const rows = [['run', 'concurrency', 'TTFT before', 'after', 'TPOT before', 'after']];
+  before.runs.forEach((r, i) => {
+    rows.push([r.label, String(r.point.concurrency), err(before, i, 'ttftMs'), err(after, i, 'ttftMs'), err(before, i, 'tpotMs'), err(after, i, 'tpotMs')]);
+  });
+  const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
+  return rows.map((r) => '  ' + r.map((v, c) => (c === 0 ? v.padEnd(widths[c]) : v.padStart(widths[c]))).join('  '));
+}
 
 export function registerCalibrate(program: Command): void {
-  program
+  const cmd = program
     .command('calibrate')
-    .description('(not yet available)')
-    .option('--json', 'machine-readable output')
-    .allowUnknownOption()
-    .action(async (opts) => runAction(opts, () => {
-      throw new InferplanError('the calibrate command is not available yet', 1);
-    }));
+    .description(
+      'fit a correction profile (prefill factor, decode factor, per-step overhead) to measured AIPerf runs and write it as YAML for --calibration',
+    );
+  addTargetOptions(cmd);
+  cmd
+    .requiredOption('--out <file>', 'where to write the profile (YAML)')
+    .option('--fit <params>', `parameters to fit, comma-separated: ${FIT_PARAMS.join(', ')} (default: all; the overhead is kept only when it helps)`);
+  addGlobalOptions(cmd);
+  cmd.addHelpText(
+    'after',
+    `
+The fit minimises the squared log errors of mean TTFT and TPOT over the runs, re-running the inference model
+for each candidate profile. Apply the result with --calibration FILE on any planning command.
+
+Example:
+  configure calibrate --plan results/qwen3-32b_h200/generator_config.yaml --out calibration.yaml`,
+  );
+  cmd.action(async (o: Record<string, unknown>) =>
+    runAction(o, async () => {
+      const target = resolveTarget(o);
+      const params = parseParams(o.fit as string | undefined);
+      const runs = loadRuns(o, target);
+      const ctx = await targetContext(target);
+      if (ctx.correction) log(`configure: calibrate: --calibration ${ctx.correction.source} ignored; the fit starts from the uncorrected model`);
+      const predictor = targetPredictor(ctx, target);
+      const out = resolve(o.out as string);
+      const stat = o.stat as MeasuredStat;
+      const fit = fitCorrection(runs, predictor, target.defaults, { params, stat, source: out });
+      const before = validateRuns(runs, predictor, target.defaults, { stat });
+      const after = validateRuns(runs, predictor, target.defaults, { stat, correction: fit.profile });
+      const l = target.layout;
+      const yaml = correctionProfileYaml(fit.profile, {
+        inferplanVersion: pkg.version,
+        created: new Date().toISOString().slice(0, 10),
+        model: target.inputs.hfId,
+        system: target.inputs.system,
+        backend: target.inputs.backend,
+        backendVersion: target.inputs.backendVersion ?? ctx.version,
+        mode: l.mode,
+        plan: target.plan?.path,
+        fitted: fit.fitted,
+        runs: fit.used.map((u) => {
+          const run = runs.find((r) => r.label === u.label);
+          return { label: u.label, source: run?.source ?? '', ...u.point };
+        }),
+        errorBefore: { ttftMapePct: fit.before.ttftMape, tpotMapePct: fit.before.tpotMape, rmsLogError: fit.before.rmsLogError },
+        errorAfter: { ttftMapePct: fit.after.ttftMape, tpotMapePct: fit.after.tpotMape, rmsLogError: fit.after.rmsLogError },
+      });
+      writeAtomic(out, yaml);
+      const warnings = runWarnings(runs, target);
+      if (o.json) {
+        printJson({
+          command: 'calibrate',
+          deployment: targetTitle(target, ctx),
+          plan: target.plan?.path ?? null,
+          out,
+          warnings,
+          profile: {
+            prefillFactor: fit.profile.prefillFactor,
+            decodeFactor: fit.profile.decodeFactor,
+            stepOverheadMs: fit.profile.stepOverheadMs,
+          },
+          fit: { fitted: fit.fitted, before: fit.before, after: fit.after, iterations: fit.iterations, evaluations: fit.evaluations, used: fit.used, skipped: fit.skipped, notes: fit.notes },
+          before: reportJson(before),
+          after: reportJson(after),
+        });
+      } else {
+        const lines = [`Calibration: ${targetTitle(target, ctx)}`, ...warnings.map((w) => `warning: ${w}`), ...fitLines(fit), ''];
+        lines.push(...beforeAfterTable(before, after), '');
+        lines.push(summaryLine(before, 'Before'), summaryLine(after, 'After '), '', `Wrote ${shortPath(out)}; apply it with --calibration ${o.out as string}`);
+        process.stdout.write(lines.join('\n') + '\n');
+      }
+      return 0;
+    }),
+  );
 }
