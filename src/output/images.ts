@@ -1,0 +1,90 @@
+// Which Dynamo runtime image ships the engine version we predicted, and which flag profile to write.
+import type { Backend } from '../inputs/types.js';
+import { InputError } from '../util/errors.js';
+
+/** Dynamo release -> engine versions in its runtime images (newest first). */
+export const DYNAMO_RUNTIME_TABLE: ReadonlyArray<{ tag: string; vllm: string; sglang: string; trtllm: string }> = [
+  { tag: '1.3.0', vllm: '0.24.0', sglang: '0.5.16', trtllm: '1.3.0rc23' },
+  { tag: '1.2.0', vllm: '0.20.1', sglang: '0.5.11', trtllm: '1.3.0rc14' },
+  { tag: '1.1.0', vllm: '0.19.0', sglang: '0.5.10.post1', trtllm: '1.3.0rc11' },
+  { tag: '1.0.0', vllm: '0.16.0', sglang: '0.5.9', trtllm: '1.3.0rc5.post1' },
+  { tag: '0.9.1', vllm: '0.14.1', sglang: '0.5.8', trtllm: '1.3.0rc1' },
+  { tag: '0.8.1', vllm: '0.12.0', sglang: '0.5.6.post2', trtllm: '1.2.0rc6.post1' },
+  { tag: '0.7.1', vllm: '0.11.0', sglang: '0.5.4.post3', trtllm: '1.2.0rc3' },
+  { tag: '0.7.0', vllm: '0.11.0', sglang: '0.5.4.post3', trtllm: '1.2.0rc2' },
+  { tag: '0.6.1', vllm: '0.11.0', sglang: '0.5.3.post2', trtllm: '1.1.0rc5' },
+];
+
+const IMAGE_NAME: Record<Backend, string> = {
+  vllm: 'vllm-runtime',
+  sglang: 'sglang-runtime',
+  trtllm: 'tensorrtllm-runtime',
+};
+
+/** exact: the image ships this engine version; same-release: same release line (e.g. 0.14.0 vs 0.14.1); nearest: closest release. */
+export type ImageMatch = 'exact' | 'same-release' | 'nearest';
+
+export interface ImageChoice {
+  image: string;
+  tag: string;
+  /** Engine version inside the image. */
+  shipsVersion: string;
+  match: ImageMatch;
+}
+
+/** Sortable key of a version such as 1.2.0rc6.post1 or 0.5.8.post1 (rc/dev sort before the release). */
+export function versionKey(v: string): number[] {
+  const m = /^(\d+)\.(\d+)(?:\.(\d+))?(?:[.-]?(rc|dev|pre|a|b)[.-]?(\d+)?)?(?:[.-]?post(\d+))?/.exec(v.trim());
+  if (!m) return [0, 0, 0, 0, 0, 0];
+  const pre = m[4] ? -1 : 0;
+  return [Number(m[1]), Number(m[2]), Number(m[3] ?? 0), pre, Number(m[5] ?? 0), Number(m[6] ?? 0)];
+}
+
+function compareKeys(a: number[], b: number[]): number {
+  for (let i = 0; i < Math.max(a.length, b.length); i++) {
+    const d = (a[i] ?? 0) - (b[i] ?? 0);
+    if (d !== 0) return d;
+  }
+  return 0;
+}
+
+/** The release line that must match: vLLM major.minor, SGLang and TRT-LLM major.minor.patch. */
+function releaseLine(backend: Backend, v: string): string {
+  const k = versionKey(v);
+  return backend === 'vllm' ? `${k[0]}.${k[1]}` : `${k[0]}.${k[1]}.${k[2]}`;
+}
+
+/**
+ * The runtime image for an engine version. Measurements of TRT-LLM sometimes record the Dynamo image tag
+ * itself as the version (0.x.y for TRT-LLM), which is then used as the tag directly.
+ */
+export function runtimeImage(backend: Backend, engineVersion: string): ImageChoice {
+  const name = `nvcr.io/nvidia/ai-dynamo/${IMAGE_NAME[backend]}`;
+  if (backend === 'trtllm' && versionKey(engineVersion)[0] === 0) {
+    return { image: `${name}:${engineVersion}`, tag: engineVersion, shipsVersion: engineVersion, match: 'exact' };
+  }
+  const target = versionKey(engineVersion);
+  const rows = DYNAMO_RUNTIME_TABLE.map((r) => ({ tag: r.tag, v: r[backend] }));
+  const pick = (tag: string, v: string, match: ImageMatch): ImageChoice => ({ image: `${name}:${tag}`, tag, shipsVersion: v, match });
+  const exact = rows.find((r) => compareKeys(versionKey(r.v), target) === 0);
+  if (exact) return pick(exact.tag, exact.v, 'exact');
+  const line = releaseLine(backend, engineVersion);
+  const sameLine = rows.filter((r) => releaseLine(backend, r.v) === line);
+  const pool = sameLine.length > 0 ? sameLine : rows;
+  // The oldest image at or above the version, else the newest below it.
+  const above = pool.filter((r) => compareKeys(versionKey(r.v), target) > 0).sort((a, b) => compareKeys(versionKey(a.v), versionKey(b.v)));
+  const below = pool.filter((r) => compareKeys(versionKey(r.v), target) < 0).sort((a, b) => compareKeys(versionKey(b.v), versionKey(a.v)));
+  const best = above[0] ?? below[0];
+  return pick(best.tag, best.v, sameLine.length > 0 ? 'same-release' : 'nearest');
+}
+
+/** Flag profile of the generated worker arguments. */
+export type DynamoProfile = '0.9' | '1.x';
+
+export function parseDynamoVersion(v: string | undefined): DynamoProfile {
+  if (v === undefined || v === '') return '0.9';
+  const s = v.trim().replace(/^v/, '');
+  if (/^0\.9(\.\d+)*$/.test(s)) return '0.9';
+  if (/^1(\.(\d+|x))*$/.test(s)) return '1.x';
+  throw new InputError(`--dynamo-version "${v}" is not supported; accepted: 0.9 (0.9.x) or 1.x (1.0 to 1.4)`);
+}

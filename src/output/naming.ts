@@ -1,0 +1,65 @@
+// Names that end up on disk or in Kubernetes: the results slug and DNS-1035 resource names.
+import { resolve, sep } from 'node:path';
+import type { SearchInputs } from '../search/types.js';
+import { InputError } from '../util/errors.js';
+
+/** A path segment that can never climb out of its parent: '/' becomes '--', anything unusual is dropped. */
+export function safeSegment(text: string): string {
+  const s = text
+    .replace(/[\\/]+/g, '--')
+    .replace(/[^A-Za-z0-9._-]+/g, '')
+    .replace(/^[.-]+/, '')
+    .replace(/\.{2,}/g, '.');
+  return s.length > 0 ? s.slice(0, 120) : 'model';
+}
+
+/** Shortest decimal form of a number for names (16.67 -> "16.67", 600 -> "600"). */
+function num(n: number): string {
+  return String(Number(n.toFixed(4)));
+}
+
+/**
+ * Results folder name: model, system, backend, isl, osl, ttft, tpot; then prefix, request latency and
+ * decode system only when set, so different inputs never share a folder. No random part.
+ */
+export function resultsSlug(inputs: SearchInputs): string {
+  const parts = [
+    safeSegment(inputs.model),
+    safeSegment(inputs.system),
+    safeSegment(inputs.backend),
+    `isl${inputs.workload.isl}`,
+    `osl${inputs.workload.osl}`,
+    `ttft${num(inputs.sla.ttftMs)}`,
+    `tpot${num(inputs.sla.tpotMs)}`,
+  ];
+  if (inputs.workload.prefix > 0) parts.push(`prefix${inputs.workload.prefix}`);
+  if (inputs.sla.requestLatencyMs !== undefined) parts.push(`lat${num(inputs.sla.requestLatencyMs)}`);
+  if (inputs.decodeSystem && inputs.decodeSystem !== inputs.system) parts.push(`d-${safeSegment(inputs.decodeSystem)}`);
+  return parts.join('_');
+}
+
+/** Join a child name under dir and refuse anything that would resolve outside it. */
+export function insideDir(dir: string, child: string): string {
+  const root = resolve(dir);
+  const full = resolve(root, child);
+  if (full === root || !full.startsWith(root + sep)) {
+    throw new InputError(`refusing to write "${child}" outside ${root}`);
+  }
+  return full;
+}
+
+/**
+ * A DNS-1035 name for the DynamoGraphDeployment: lower case, starts with a letter, at most 40 characters,
+ * so "<name>-<service>" stays within the 63 characters Kubernetes allows.
+ */
+export function k8sName(modelId: string, mode: string): string {
+  const base = modelId.split('/').pop() ?? modelId;
+  let s = base
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '');
+  if (!/^[a-z]/.test(s)) s = `m-${s}`;
+  const suffix = `-${mode}`;
+  s = s.slice(0, 40 - suffix.length).replace(/-+$/, '');
+  return `${s}${suffix}`;
+}

@@ -1,0 +1,230 @@
+import { spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Ajv, type ValidateFunction } from 'ajv';
+import YAML from 'yaml';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { buildDeployManifest } from '../../src/output/k8s.js';
+import { buildGeneratorConfig } from '../../src/output/generator-config.js';
+import { buildBenchScript, buildRunScripts, packNodes } from '../../src/output/scripts.js';
+import { derivePlan, type PlanInput } from '../../src/output/plan.js';
+import { loadSystem } from '../../src/inputs/systems.js';
+import { aggCandidate, fixture, MOE } from './fixtures.js';
+import { checkManifest, type Expect } from './engine-rules.js';
+
+const CRD = join(import.meta.dirname, '../../../shared/reference/dynamo-crds/nvidia.com_dynamographdeployments.yaml');
+const BACKENDS = ['vllm', 'sglang', 'trtllm'] as const;
+const PROFILES = ['0.9', '1.x'] as const;
+
+/** Every top candidate of every mode, for each backend and flag profile (plus a prefix-caching and a MoE case). */
+let cached: Array<{ label: string; p: PlanInput }> | undefined;
+function cases(): Array<{ label: string; p: PlanInput }> {
+  if (cached) return cached;
+  const out: Array<{ label: string; p: PlanInput }> = [];
+  for (const backend of BACKENDS) {
+    for (const dynamoVersion of PROFILES) {
+      for (const prefix of [0, 1000]) {
+        const { result, ctx } = fixture({ backend, prefix });
+        for (const mode of ['agg', 'disagg'] as const) {
+          result[mode]!.top.forEach((candidate, i) => {
+            out.push({ label: `${backend} ${dynamoVersion} ${mode} top${i + 1} prefix${prefix}`, p: { inputs: result.inputs, ctx, candidate, dynamoVersion } });
+          });
+        }
+      }
+      const het = fixture({ backend, modes: ['disagg'] });
+      het.ctx.decodeSystem = loadSystem('b200_sxm');
+      het.result.inputs.decodeSystem = 'b200_sxm';
+      out.push({ label: `${backend} ${dynamoVersion} disagg h200->b200`, p: { inputs: het.result.inputs, ctx: het.ctx, candidate: het.result.disagg!.top[0], dynamoVersion } });
+      const moe = fixture({ backend, model: MOE, modes: ['agg'], totalGpus: 16 });
+      for (const cand of [aggCandidate(4, 64, 1, 300, 12, 16, true, 2), aggCandidate(16, 256, 1, 300, 12, 16, true)]) {
+        out.push({ label: `${backend} ${dynamoVersion} moe ${cand.parallel}`, p: { inputs: moe.result.inputs, ctx: moe.ctx, candidate: cand, dynamoVersion } });
+      }
+    }
+  }
+  return (cached = out);
+}
+
+function expectFor(p: PlanInput): Expect {
+  const plan = derivePlan(p);
+  const roles: Expect['roles'] = {};
+  for (const g of plan.groups) roles[g.role] = { gpus: g.gpusPerWorker, batch: g.batchSize, dp: g.layout.dp, tokens: g.maxNumTokens };
+  return { backend: plan.backend, dynamo: plan.dynamo, isl: plan.isl, osl: plan.osl, roles };
+}
+
+describe.skipIf(!existsSync(CRD))('k8s_deploy.yaml against the DynamoGraphDeployment CRD', () => {
+  let validate: ValidateFunction;
+  beforeAll(() => {
+    const crd = YAML.parse(readFileSync(CRD, 'utf8'));
+    const schema = crd.spec.versions.find((v: { name: string }) => v.name === 'v1alpha1').schema.openAPIV3Schema;
+    const ajv = new Ajv({ strict: false, allErrors: true });
+    for (const f of ['int32', 'int64', 'date-time', 'byte', 'double', 'float']) ajv.addFormat(f, true);
+    validate = ajv.compile(schema);
+  });
+
+  it('validates every generated manifest', () => {
+    for (const { label, p } of cases()) {
+      const docs = YAML.parseAllDocuments(buildDeployManifest(p)).map((d) => d.toJS());
+      const dgd = docs.find((d) => d.kind === 'DynamoGraphDeployment');
+      const ok = validate(dgd);
+      expect(ok, `${label}: ${JSON.stringify(validate.errors?.slice(0, 3))}`).toBe(true);
+    }
+  });
+
+  it('validates the committed example in results/example', () => {
+    const root = join(import.meta.dirname, '../../results/example');
+    const found = spawnSync('find', [root, '-name', 'k8s_deploy.yaml'], { encoding: 'utf8' }).stdout.trim().split('\n').filter(Boolean);
+    if (found.length === 0) console.log(`note: no manifests under ${root}`);
+    for (const f of found) {
+      const dgd = YAML.parseAllDocuments(readFileSync(f, 'utf8')).map((d) => d.toJS()).find((d) => d.kind === 'DynamoGraphDeployment');
+      expect(validate(dgd), `${f}: ${JSON.stringify(validate.errors?.slice(0, 3))}`).toBe(true);
+    }
+  });
+
+  it('rejects a manifest with a numeric GPU limit (the check can fail)', () => {
+    const { result, ctx } = fixture();
+    const dgd = YAML.parseAllDocuments(buildDeployManifest({ inputs: result.inputs, ctx, candidate: result.agg!.top[0] }))[0].toJS();
+    dgd.spec.services.VllmWorker.resources.limits.gpu = 2;
+    expect(validate(dgd)).toBe(false);
+  });
+});
+if (!existsSync(CRD)) console.log(`note: ${CRD} is absent; CRD schema checks skipped`);
+
+describe('engine argument rules', () => {
+  it('hold for every backend, mode and Dynamo profile', () => {
+    for (const { label, p } of cases()) {
+      expect(checkManifest(buildDeployManifest(p), expectFor(p)), label).toEqual([]);
+    }
+  });
+
+  it('catch a manifest whose batch size differs from the simulation', () => {
+    const { result, ctx } = fixture();
+    const p = { inputs: result.inputs, ctx, candidate: result.agg!.top[0] };
+    const text = buildDeployManifest(p).replace('- "32"', '- "512"');
+    expect(checkManifest(text, expectFor(p)).join()).toMatch(/max-num-seqs/);
+  });
+
+  it('deploy the whole budget: replicas x GPUs per worker = GPUs used', () => {
+    for (const { label, p } of cases()) {
+      const dgd = YAML.parseAllDocuments(buildDeployManifest(p)).map((d) => d.toJS()).find((d) => d.kind === 'DynamoGraphDeployment');
+      let gpus = 0;
+      for (const s of Object.values(dgd.spec.services) as any[]) {
+        if (s.componentType === 'worker') gpus += s.replicas * Number(s.resources.limits.gpu) * (s.multinode?.nodeCount ?? 1);
+      }
+      expect(gpus, label).toBe(p.candidate.gpusUsed);
+    }
+  });
+
+  it('pick the flag profile of the image when --dynamo-version is not given', () => {
+    const args = (version: string, dynamoVersion?: string): string[] => {
+      const { result, ctx } = fixture({ version });
+      const docs = YAML.parseAllDocuments(buildDeployManifest({ inputs: result.inputs, ctx, candidate: result.disagg!.top[0], dynamoVersion }));
+      const dgd = docs.map((d) => d.toJS()).find((d) => d.kind === 'DynamoGraphDeployment');
+      return [dgd.spec.services.VllmPrefillWorker.extraPodSpec.mainContainer.image, ...dgd.spec.services.VllmPrefillWorker.extraPodSpec.mainContainer.args];
+    };
+    expect(args('0.12.0')).toEqual(expect.arrayContaining(['nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.8.1', '--is-prefill-worker']));
+    expect(args('0.16.0')).toEqual(expect.arrayContaining(['nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.0.0', '--disaggregation-mode']));
+    expect(args('0.16.0')).not.toContain('--connector');
+    expect(args('0.16.0', '0.9')).toContain('--is-prefill-worker');
+  });
+
+  it('mark the GPU system of each pool when prefill and decode differ', () => {
+    const het = fixture({ modes: ['disagg'] });
+    het.ctx.decodeSystem = loadSystem('b200_sxm');
+    het.result.inputs.decodeSystem = 'b200_sxm';
+    const p = { inputs: het.result.inputs, ctx: het.ctx, candidate: het.result.disagg!.top[0] };
+    const dgd = YAML.parse(buildDeployManifest(p));
+    expect(dgd.spec.services.VllmPrefillWorker.annotations).toEqual({ 'inferplan/gpu-system': 'h200_sxm' });
+    expect(dgd.spec.services.VllmDecodeWorker.annotations).toEqual({ 'inferplan/gpu-system': 'b200_sxm' });
+    expect(YAML.parse(buildGeneratorConfig(p)).decode_system).toBe('b200_sxm');
+  });
+
+  it('use multinode settings for a worker larger than a node', () => {
+    const moe = fixture({ model: MOE, modes: ['agg'], totalGpus: 16 });
+    const p = { inputs: moe.result.inputs, ctx: moe.ctx, candidate: aggCandidate(16, 256, 1, 300, 12, 16, true) };
+    const dgd = YAML.parse(buildDeployManifest(p));
+    expect(dgd.spec.services.VllmWorker.multinode).toEqual({ nodeCount: 2 });
+    expect(dgd.spec.services.VllmWorker.resources.limits.gpu).toBe('8');
+    expect(buildRunScripts(p).map((s) => s.name)).toEqual(['run_0.sh', 'run_1.sh']);
+  });
+});
+
+const SHELLCHECK = 'shellcheck';
+const hasShellcheck = spawnSync(SHELLCHECK, ['--version']).status === 0;
+describe('run scripts', () => {
+  const scripts: Array<{ label: string; name: string; content: string }> = [];
+  for (const { label, p } of cases()) {
+    for (const s of buildRunScripts(p)) scripts.push({ label, ...s });
+    scripts.push({ label, name: 'bench.sh', content: buildBenchScript(p) });
+  }
+
+  it('pass bash -n and shellcheck', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'inferplan-sh-'));
+    try {
+      // Unique contents only: many cases share a script.
+      const unique = [...new Map(scripts.map((s) => [s.content, s])).values()].map((s, i) => {
+        const f = join(dir, `${i}_${s.name}`);
+        writeFileSync(f, s.content);
+        return f;
+      });
+      expect(unique.length).toBeGreaterThan(20);
+      const syntax = spawnSync('bash', ['-c', 'for f in "$@"; do bash -n "$f" || echo "FAILED $f"; done', 'check', ...unique], { encoding: 'utf8' });
+      expect(syntax.stdout + syntax.stderr).toBe('');
+      if (!hasShellcheck) {
+        console.log('note: shellcheck is not installed; shellcheck checks skipped (bash -n still ran)');
+        return;
+      }
+      const r = spawnSync(SHELLCHECK, ['-S', 'style', ...unique], { encoding: 'utf8' });
+      expect(r.stdout + r.stderr).toBe('');
+      expect(r.status).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('start the frontend only on node 0 and give each worker its own GPUs and ports', () => {
+    for (const { label, p } of cases()) {
+      const runs = buildRunScripts(p);
+      runs.forEach((s, i) => {
+        expect(s.content.includes('python3 -m dynamo.frontend'), `${label} ${s.name}`).toBe(i === 0);
+        expect(s.content).toMatch(/^#!\/usr\/bin\/env bash\n/);
+        expect(s.content).toContain('set -euo pipefail');
+        expect(s.content).toContain('ETCD_ENDPOINTS="${ETCD_ENDPOINTS:-');
+        expect(s.content).toContain('NATS_SERVER="${NATS_SERVER:-');
+        const gpus = [...s.content.matchAll(/CUDA_VISIBLE_DEVICES='([0-9,]+)'/g)].flatMap((m) => m[1].split(','));
+        expect(new Set(gpus).size, `${label} ${s.name} GPUs`).toBe(gpus.length);
+        const ports = [...s.content.matchAll(/DYN_SYSTEM_PORT='(\d+)'/g)].map((m) => m[1]);
+        expect(new Set(ports).size, `${label} ${s.name} ports`).toBe(ports.length);
+      });
+      const plan = derivePlan(p);
+      const placed = packNodes(plan).flat().filter((x) => x.nodeRank === 0).length;
+      expect(placed, label).toBe(plan.groups.reduce((a, g) => a + g.workers, 0));
+    }
+  });
+
+  it('cannot be made to run a command by the model id', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'inferplan-sh-'));
+    const marker = join(dir, 'pwned');
+    const evil = `x'; touch ${marker}; echo '$(touch ${marker})\`touch ${marker}\`\ntouch ${marker}\n"$(touch ${marker})"`;
+    const { result, ctx } = fixture({ modelId: evil });
+    const p = { inputs: result.inputs, ctx, candidate: result.agg!.top[0] };
+    try {
+      // Stand-ins for the programs the scripts start, so the scripts run to the end here.
+      const bin = join(dir, 'bin');
+      mkdirSync(bin);
+      for (const tool of ['python3', 'aiperf']) {
+        writeFileSync(join(bin, tool), '#!/bin/sh\nexit 0\n');
+        chmodSync(join(bin, tool), 0o755);
+      }
+      for (const s of [...buildRunScripts(p), { name: 'bench.sh', content: buildBenchScript(p) }]) {
+        const f = join(dir, s.name);
+        writeFileSync(f, s.content);
+        const r = spawnSync('bash', [f], { encoding: 'utf8', env: { ...process.env, PATH: `${bin}:${process.env.PATH}` } });
+        if (s.name.startsWith('run_')) expect(r.stderr, s.name).toContain(`model ${evil},`);
+        expect(existsSync(marker), `${s.name} ran a command from the model id`).toBe(false);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,170 @@
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative, resolve } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { writeResultsDir } from '../../src/output/results-dir.js';
+import { parseGeneratorConfig } from '../../src/output/generator-config.js';
+import { parseExperimentFile } from '../../src/output/exp-config.js';
+import { InputError } from '../../src/util/errors.js';
+import { fixture } from './fixtures.js';
+
+const ROOT = mkdtempSync(join(tmpdir(), 'inferplan-results-'));
+afterAll(() => rmSync(ROOT, { recursive: true, force: true }));
+
+const REPORT = '\u001b[1mBest: agg\u001b[0m at 1126.8 tokens/s/gpu\nAll experiments completed in 0.42 seconds\n';
+const JSON_DOC = { verdict: 'agg', elapsedMs: 412.3, nested: { elapsed_ms: 5, keep: 1 } };
+
+/** Minimal RFC 4180 reader for the tests (quoted fields, doubled quotes). */
+function parseCsv(buf: Buffer, _o: { columns: true }): Record<string, string>[] {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let cell = '';
+  let quoted = false;
+  const text = buf.toString('utf8');
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i];
+    if (quoted) {
+      if (ch === '"' && text[i + 1] === '"') (cell += '"'), i++;
+      else if (ch === '"') quoted = false;
+      else cell += ch;
+    } else if (ch === '"') quoted = true;
+    else if (ch === ',') row.push(cell), (cell = '');
+    else if (ch === '\n') row.push(cell), rows.push(row), (row = []), (cell = '');
+    else cell += ch;
+  }
+  const [head, ...body] = rows;
+  return body.map((r) => Object.fromEntries(head.map((h, i) => [h, r[i]])));
+}
+
+/** path -> [mode, sha256] of every file under dir. */
+function tree(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const walk = (d: string): void => {
+    for (const name of readdirSync(d).sort()) {
+      const full = join(d, name);
+      const st = statSync(full);
+      if (st.isDirectory()) walk(full);
+      else out[relative(dir, full)] = `${(st.mode & 0o777).toString(8)} ${createHash('sha256').update(readFileSync(full)).digest('hex')}`;
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+describe('writeResultsDir', () => {
+  it('writes the documented layout', async () => {
+    const { result, ctx } = fixture();
+    const dir = await writeResultsDir(join(ROOT, 'a'), result, ctx, { reportText: REPORT, json: JSON_DOC });
+    expect(dir).toBe(resolve(ROOT, 'a', 'Qwen--Qwen3-32B_h200_sxm_vllm_isl4000_osl500_ttft600_tpot16.67'));
+    const files = Object.keys(tree(dir));
+    for (const f of ['summary.json', 'report.txt', 'pareto_frontier.vl.json', 'pareto_frontier.svg', 'pareto_frontier.png']) expect(files).toContain(f);
+    for (const mode of ['agg', 'disagg']) {
+      for (const f of ['best_config_topn.csv', 'pareto.csv', 'exp_config.yaml', 'top1/generator_config.yaml', 'top1/k8s_deploy.yaml', 'top1/run_0.sh', 'top1/bench.sh']) {
+        expect(files).toContain(`${mode}/${f}`);
+      }
+    }
+    expect(files.filter((f) => f.startsWith('agg/top')).map((f) => f.split('/')[1])).toEqual(expect.arrayContaining(['top1', 'top2', 'top3']));
+    expect(statSync(join(dir, 'agg/top1/run_0.sh')).mode & 0o111).toBe(0o111);
+    expect(statSync(join(dir, 'agg/top1/k8s_deploy.yaml')).mode & 0o111).toBe(0);
+    // report without colour or timing; summary without elapsed keys
+    expect(readFileSync(join(dir, 'report.txt'), 'utf8')).toBe('Best: agg at 1126.8 tokens/s/gpu\n');
+    expect(JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8'))).toEqual({ verdict: 'agg', nested: { keep: 1 } });
+    // no temporary leftovers
+    expect(readdirSync(join(ROOT, 'a'))).toEqual(['Qwen--Qwen3-32B_h200_sxm_vllm_isl4000_osl500_ttft600_tpot16.67']);
+  });
+
+  it('writes CSVs with aiconfigurator column names and our additions', async () => {
+    const dir = join(ROOT, 'a', 'Qwen--Qwen3-32B_h200_sxm_vllm_isl4000_osl500_ttft600_tpot16.67');
+    const agg = parseCsv(readFileSync(join(dir, 'agg/best_config_topn.csv')), { columns: true }) as Record<string, string>[];
+    expect(agg).toHaveLength(3);
+    for (const c of ['tokens/s/gpu', 'tokens/s/user', 'ttft', 'tpot', 'request_latency', 'concurrency', 'bs', 'tp', 'pp', 'parallel', 'replicas', 'gpus/replica', 'total_gpus', 'ttft_low', 'ttft_high', 'calibrated_on', 'mem_per_gpu_gib', 'kv_tokens']) {
+      expect(Object.keys(agg[0])).toContain(c);
+    }
+    expect(Object.keys(agg[0]).at(-1)).toBe('tokens/s/gpu_cluster');
+    expect(agg[0].parallel).toBe('tp2pp1');
+    expect(Number(agg[0].concurrency) * Number(agg[0].replicas)).toBe(128);
+    expect(Number(agg[0].ttft_low)).toBeLessThan(Number(agg[0].ttft));
+    const dis = parseCsv(readFileSync(join(dir, 'disagg/pareto.csv')), { columns: true }) as Record<string, string>[];
+    expect(dis).toHaveLength(2);
+    for (const c of ['(p)workers', '(p)bs', '(p)tp', '(p)pp', '(p)parallel', '(d)workers', '(d)bs', '(d)parallel', 'kv_transfer_ms']) expect(Object.keys(dis[0])).toContain(c);
+  });
+
+  it('reruns byte for byte, including the chart', async () => {
+    const one = fixture();
+    const two = fixture();
+    const a = await writeResultsDir(join(ROOT, 'r1'), one.result, one.ctx, { reportText: REPORT, json: JSON_DOC });
+    const b = await writeResultsDir(join(ROOT, 'r2'), two.result, two.ctx, { reportText: REPORT, json: { ...JSON_DOC, elapsedMs: 999 } });
+    const ta = tree(a);
+    expect(Object.keys(ta).length).toBeGreaterThan(20);
+    expect(tree(b)).toEqual(ta);
+  });
+
+  it('refuses to replace an existing directory without force (exit 2), replaces it with force', async () => {
+    const { result, ctx } = fixture();
+    const save = join(ROOT, 'force');
+    const dir = await writeResultsDir(save, result, ctx, { reportText: '', json: {} });
+    writeFileSync(join(dir, 'stale.txt'), 'old');
+    const err = await writeResultsDir(save, result, ctx, { reportText: '', json: {} }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(InputError);
+    expect((err as InputError).exitCode).toBe(2);
+    expect((err as Error).message).toMatch(/--force/);
+    expect(existsSync(join(dir, 'stale.txt'))).toBe(true);
+    await writeResultsDir(save, result, ctx, { reportText: '', json: {}, force: true });
+    expect(existsSync(join(dir, 'stale.txt'))).toBe(false);
+    expect(readdirSync(save)).toHaveLength(1);
+  });
+
+  it('keeps a hostile model id inside the save directory', async () => {
+    const save = join(ROOT, 'jail', 'inner');
+    mkdirSync(save, { recursive: true });
+    for (const id of ['../../x', '/etc/passwd', '..\\..\\win', '.hidden/../../y']) {
+      const { result, ctx } = fixture({ modelId: id, modes: ['agg'] });
+      const dir = await writeResultsDir(save, result, ctx, { reportText: '', json: {}, force: true });
+      expect(resolve(dir).startsWith(resolve(save) + '/'), `${id} -> ${dir}`).toBe(true);
+      expect(relative(save, dir).includes('/')).toBe(false);
+    }
+    expect(readdirSync(join(ROOT, 'jail'))).toEqual(['inner']);
+  });
+
+  it('writes only the modes present, and files other commands read back', async () => {
+    const { result, ctx } = fixture({ modes: ['disagg'], backend: 'trtllm' });
+    const dir = await writeResultsDir(join(ROOT, 'only'), result, ctx, { reportText: '', json: {}, dynamoVersion: '1.x' });
+    expect(existsSync(join(dir, 'agg'))).toBe(false);
+    const top = join(dir, 'disagg/top1');
+    expect(readdirSync(top).sort()).toEqual(['bench.sh', 'decode_config.yaml', 'generator_config.yaml', 'k8s_deploy.yaml', 'prefill_config.yaml', 'run_0.sh']);
+    const plan = parseGeneratorConfig(readFileSync(join(top, 'generator_config.yaml'), 'utf8'), 'generator_config.yaml');
+    expect(plan.mode).toBe('disagg');
+    expect(plan.disagg?.decode.workers).toBe(2);
+    expect(plan.bench.concurrencies).toContain(Math.round(plan.predicted.concurrency));
+    const exp = parseExperimentFile(readFileSync(join(dir, 'disagg/exp_config.yaml'), 'utf8'), 'exp_config.yaml');
+    expect(exp.experiments[0]).toMatchObject({ name: 'disagg', mode: 'disagg', backend: 'trtllm', total_gpus: 8, isl: 4000, osl: 500, ttft: 600, tpot: 16.67 });
+    // bench.sh writes where validate --plan looks
+    expect(readFileSync(join(top, 'bench.sh'), 'utf8')).toContain('--artifact-dir "$out"');
+    expect(readFileSync(join(top, 'bench.sh'), 'utf8')).toContain('out="$SCRIPT_DIR/bench/c$c"');
+  });
+
+  it('writes a mode with no feasible configuration as CSV headers only', async () => {
+    const { result, ctx } = fixture({ backend: 'sglang' });
+    result.disagg = { ...result.disagg!, top: [], frontier: [], feasible: 0 };
+    const dir = await writeResultsDir(join(ROOT, 'empty'), result, ctx, { reportText: '', json: {} });
+    expect(readdirSync(join(dir, 'disagg')).sort()).toEqual(['best_config_topn.csv', 'exp_config.yaml', 'pareto.csv']);
+    expect(readFileSync(join(dir, 'disagg/pareto.csv'), 'utf8').trim().split('\n')).toHaveLength(1);
+    expect(readFileSync(join(dir, 'pareto_frontier.svg'), 'utf8')).toContain('<svg');
+  });
+
+  it('reports a save directory that is a file as bad input', async () => {
+    const { result, ctx } = fixture({ modes: ['agg'] });
+    const file = join(ROOT, 'a-file');
+    writeFileSync(file, 'x');
+    const err = await writeResultsDir(file, result, ctx, { reportText: '', json: {} }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(InputError);
+    expect((err as Error).message).toMatch(/--save-dir .*a-file: cannot create it/);
+  });
+
+  it('rejects an unknown --dynamo-version before writing anything', async () => {
+    const { result, ctx } = fixture();
+    await expect(writeResultsDir(join(ROOT, 'dv'), result, ctx, { reportText: '', json: {}, dynamoVersion: '2.5' })).rejects.toThrow(/dynamo-version/);
+    expect(existsSync(join(ROOT, 'dv'))).toBe(false);
+  });
+});
