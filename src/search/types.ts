@@ -12,6 +12,12 @@ export interface RankedCandidate {
   gpusUsed: number;
   /** Throughput per GPU over the whole budget: tokPerSPerGpu * gpusUsed / totalGpus. */
   clusterTokPerSPerGpu: number;
+  /** Copies of the layout (agg) or of the xPyD unit (disagg) deployed in the budget. */
+  replicas?: number;
+  /** Whether it meets every SLA target (frontier points may not). */
+  meetsSla?: boolean;
+  /** Targets it breaks, when it does not meet the SLA. */
+  broke?: RemovalReason[];
 }
 
 export type RemovalReason = 'memory' | 'engine' | 'ttft' | 'tpot' | 'request_latency';
@@ -31,6 +37,10 @@ export interface ModeResult {
   top: RankedCandidate[];
   frontier: RankedCandidate[];
   nearMisses: NearMiss[];
+  /** Engine calls and time spent in this mode. */
+  counters?: ModeCounters;
+  /** Every candidate meeting the SLA, when the spec asked for them (keepFeasible). */
+  feasibleAll?: RankedCandidate[];
 }
 
 export interface Verdict {
@@ -58,5 +68,51 @@ export interface SearchResult {
   agg?: ModeResult;
   disagg?: ModeResult;
   verdict: Verdict;
+  elapsedMs: number;
+  /** CPU time of the search (user + system), ms: a speed figure that other processes do not inflate. */
+  cpuMs?: number;
+}
+
+// ---- Additions (search issue): the search request, SLA marks and counters. ----
+
+/** Optional restrictions of the search space (from `exp` files or tests). */
+export interface SearchRestrict {
+  tp?: number[];
+  pp?: number[];
+  dp?: number[];
+  moeTp?: number[];
+  moeEp?: number[];
+  /** Batch sizes (concurrency per replica for agg, decode batch for disagg). */
+  batch?: number[];
+  maxNumTokens?: number[];
+}
+
+export interface SearchSpec {
+  totalGpus: number;
+  sla: Sla;
+  topN: number;
+  modes: Mode[];
+  restrict?: SearchRestrict;
+  /** Also return every candidate meeting the SLA (ModeResult.feasibleAll), e.g. for load matching. */
+  keepFeasible?: boolean;
+  /**
+   * What disagg rate matching maximizes: 'budget' (default) the throughput of as many xPyD units as fit in
+   * totalGpus; 'perGpu' the throughput per GPU of one unit (load matching replicates units itself).
+   */
+  rateMatch?: 'budget' | 'perGpu';
+}
+
+/** Per-candidate SLA marks (set on every ranked candidate the search keeps). */
+export interface SlaMarks {
+  meetsSla: boolean;
+  /** Every target this candidate breaks (empty when it meets the SLA). */
+  broke: RemovalReason[];
+}
+
+export interface ModeCounters {
+  /** Calls into the inference model (evaluated counts every candidate scored, including pruned tails). */
+  engineCalls: number;
+  /** Of `evaluated`, the disagg worker splits scored by rate matching only (not priced by the engine). */
+  screened?: number;
   elapsedMs: number;
 }
