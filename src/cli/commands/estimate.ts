@@ -1,15 +1,236 @@
-// Placeholder until the 'estimate' command lands.
-import type { Command } from 'commander';
-import { runAction } from '../common.js';
-import { InferplanError } from '../../util/errors.js';
+// `configure estimate`: predict one layout (agg or disagg) from flags, or a CSV of measured-run rows.
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { Command, Option } from 'commander';
+import { stringify } from 'csv-stringify/sync';
+import { log, positiveInt, printJson, runAction } from '../common.js';
+import { addGlobalOptions, addModelSystemOptions, addWorkloadOptions, readCommonInputs } from '../options.js';
+import { calibrationText, loadEngineContext } from '../context.js';
+import { backendProfile, estimateAgg, estimateDisagg, isRefusal } from '../../engine/index.js';
+import { estimateRow, parseCsv, PREDICTED_COLUMNS, predictedCells, type Row, type RowInputs } from '../../engine/rows.js';
+import type { AggConfig, DisaggConfig, Estimate, MemoryPicture, MetricBands, PoolConfig, ServingMetrics } from '../../engine/types.js';
+import { resolveModel } from '../../inputs/models.js';
+import { loadSystem, resolveEngine } from '../../inputs/systems.js';
+import type { Backend, ModelSpec } from '../../inputs/types.js';
+import { loadPerfSource } from '../../perf/index.js';
+import { InputError, UnsupportedError } from '../../util/errors.js';
+
+type Opts = Record<string, unknown>;
+
+const LAYOUT_FLAGS = ['tp', 'pp', 'dp', 'moe-tp', 'moe-ep', 'batch-size', 'max-num-tokens'] as const;
+
+function camel(s: string): string {
+  return s.replace(/-([a-z])/g, (_m, c: string) => c.toUpperCase());
+}
 
 export function registerEstimate(program: Command): void {
-  program
+  const cmd = program
     .command('estimate')
-    .description('(not yet available)')
-    .option('--json', 'machine-readable output')
-    .allowUnknownOption()
-    .action(async (opts) => runAction(opts, () => {
-      throw new InferplanError('the estimate command is not available yet', 1);
-    }));
+    .description('predict TTFT, TPOT and throughput of one serving layout (or of every row of a CSV)');
+  addModelSystemOptions(cmd);
+  // --hf-id / --system are required for single estimates only; the CSV rows carry their own.
+  for (const o of cmd.options) if (o.long === '--hf-id' || o.long === '--system') o.mandatory = false;
+  addWorkloadOptions(cmd);
+  cmd.addOption(new Option('--mode <mode>', 'agg or disagg').choices(['agg', 'disagg']).default('agg'));
+  for (const f of LAYOUT_FLAGS) {
+    cmd.option(`--${f} <n>`, `agg: ${f.replace(/-/g, ' ')}`, positiveInt(`--${f}`));
+    cmd.option(`--prefill-${f} <n>`, `disagg prefill pool: ${f.replace(/-/g, ' ')}`, positiveInt(`--prefill-${f}`));
+    cmd.option(`--decode-${f} <n>`, `disagg decode pool: ${f.replace(/-/g, ' ')}`, positiveInt(`--decode-${f}`));
+  }
+  cmd
+    .option('--prefill-workers <n>', 'disagg: prefill workers (default 1)', positiveInt('--prefill-workers'))
+    .option('--decode-workers <n>', 'disagg: decode workers (default 1)', positiveInt('--decode-workers'))
+    .option('--replicas <n>', 'agg: identical replicas (default 1)', positiveInt('--replicas'))
+    .option('--concurrency <n>', 'clients in the closed loop (default: batch size x replicas / decode workers)', positiveInt('--concurrency'))
+    .option('--decode-system <name>', 'disagg: system of the decode pool when it differs')
+    .option('--breakdown', 'print the time per op type of a prefill and a decode step')
+    .option('--from-csv <file>', 'estimate every row of a CSV in the e2e reference format')
+    .option('--out <file>', 'with --from-csv: write the rows with predictions here (default: stdout)');
+  addGlobalOptions(cmd);
+  cmd.action(async (opts: Opts) => runAction(opts, () => (opts.fromCsv ? fromCsv(opts) : single(opts))));
+}
+
+function num(o: Opts, key: string): number | undefined {
+  return o[camel(key)] as number | undefined;
+}
+
+function aggConfig(o: Opts, backend: Backend, version: string, moe: boolean): AggConfig {
+  const tp = num(o, 'tp') ?? 1;
+  const dp = num(o, 'dp') ?? 1;
+  const moeEp = num(o, 'moe-ep') ?? (moe ? 1 : 1);
+  return {
+    tp, pp: num(o, 'pp') ?? 1, dp, moeEp, moeTp: num(o, 'moe-tp') ?? Math.max(1, (tp * dp) / moeEp),
+    batchSize: num(o, 'batch-size') ?? 64,
+    maxNumTokens: num(o, 'max-num-tokens') ?? backendProfile(backend, version).maxNumTokens,
+  };
+}
+
+function poolConfig(o: Opts, side: 'prefill' | 'decode', backend: Backend, version: string, isl: number): PoolConfig {
+  const g = (k: string) => num(o, `${side}-${k}`);
+  const tp = g('tp') ?? 1;
+  const dp = g('dp') ?? 1;
+  const moeEp = g('moe-ep') ?? 1;
+  const batch = g('batch-size') ?? (side === 'prefill' ? 1 : 64);
+  return {
+    tp, pp: g('pp') ?? 1, dp, moeEp, moeTp: g('moe-tp') ?? Math.max(1, (tp * dp) / moeEp),
+    batchSize: batch, workers: num(o, `${side}-workers`) ?? 1,
+    maxNumTokens: g('max-num-tokens') ?? (side === 'prefill' ? Math.max(backendProfile(backend, version).maxNumTokens, batch * isl) : backendProfile(backend, version).maxNumTokens),
+  };
+}
+
+async function single(o: Opts): Promise<number> {
+  if (!o.hfId) throw new InputError('--hf-id is required (or --from-csv FILE)');
+  if (!o.system) throw new InputError('--system is required (or --from-csv FILE)');
+  const inputs = readCommonInputs(o);
+  const ctx = await loadEngineContext(inputs, { decodeSystem: o.decodeSystem as string | undefined });
+  const conc = o.concurrency as number | undefined;
+  const breakdown = Boolean(o.breakdown);
+  let est;
+  if (o.mode === 'disagg') {
+    const cfg: DisaggConfig = {
+      prefill: poolConfig(o, 'prefill', ctx.backend, ctx.version, inputs.isl),
+      decode: poolConfig(o, 'decode', ctx.backend, ctx.version, inputs.isl),
+    };
+    est = estimateDisagg(ctx, cfg, { concurrency: conc, breakdown });
+  } else {
+    est = estimateAgg(ctx, aggConfig(o, ctx.backend, ctx.version, Boolean(ctx.model.moe)), {
+      concurrency: conc, replicas: o.replicas as number | undefined, breakdown,
+    });
+  }
+  const calibration = calibrationText(ctx);
+  if (isRefusal(est)) {
+    throw new UnsupportedError(`${est.constraint === 'memory' ? 'does not fit' : 'not runnable'}: ${est.reason}`, est);
+  }
+  if (o.json) {
+    printJson({ model: ctx.model.id, system: ctx.system.name, backend: ctx.backend, version: ctx.version, workload: ctx.workload, calibration, estimate: est });
+    return 0;
+  }
+  printEstimate(est, `${ctx.model.id} on ${ctx.system.name}, ${ctx.backend} ${ctx.version}, isl ${inputs.isl} osl ${inputs.osl}` +
+    (inputs.prefix ? ` prefix ${inputs.prefix}` : ''), calibration);
+  return 0;
+}
+
+function fmtBand(v: number, b: { low: number; high: number }, digits: number): string {
+  return `${v.toFixed(digits)}  [${b.low.toFixed(digits)} .. ${b.high.toFixed(digits)}]`;
+}
+
+function printEstimate(est: Estimate, title: string, calibration: string): void {
+  const m: ServingMetrics = est.metrics;
+  const b: MetricBands = est.bands;
+  const lines: string[] = [];
+  lines.push(title);
+  if (est.mode === 'agg') {
+    const c = est.config;
+    lines.push(`mode agg: tp ${c.tp} pp ${c.pp} dp ${c.dp} moe_tp ${c.moeTp} moe_ep ${c.moeEp}, batch ${c.batchSize}, max-num-tokens ${c.maxNumTokens}, replicas ${est.replicas}`);
+  } else {
+    const p = est.config.prefill;
+    const d = est.config.decode;
+    lines.push(`mode disagg: ${p.workers} prefill x (tp ${p.tp} pp ${p.pp} dp ${p.dp}, batch ${p.batchSize}) + ${d.workers} decode x (tp ${d.tp} pp ${d.pp} dp ${d.dp}, batch ${d.batchSize})`);
+  }
+  lines.push(`concurrency ${m.concurrency} on ${m.gpus} GPUs   (band: 80% of measured runs of this family fall inside)`);
+  lines.push(`  TTFT             ${fmtBand(m.ttftMs, b.ttftMs, 1)} ms`);
+  lines.push(`  TPOT             ${fmtBand(m.tpotMs, b.tpotMs, 2)} ms`);
+  lines.push(`  request latency  ${fmtBand(m.requestLatencyMs, b.requestLatencyMs, 0)} ms`);
+  lines.push(`  tokens/s/GPU     ${fmtBand(m.tokPerSPerGpu, b.tokPerSPerGpu, 1)}`);
+  lines.push(`  tokens/s/user    ${fmtBand(m.tokPerSPerUser, b.tokPerSPerUser, 1)}`);
+  lines.push(`  output tokens/s  ${m.outputTokPerS.toFixed(1)}   requests/s ${m.requestsPerS.toFixed(3)}`);
+  if (est.mode === 'disagg') lines.push(`  KV transfer      ${est.kvTransferMs.toFixed(2)} ms per request`);
+  const mems: [string, MemoryPicture][] = est.mode === 'agg' ? [['memory per GPU', est.memory]] : [['prefill memory per GPU', est.memory.prefill], ['decode memory per GPU', est.memory.decode]];
+  for (const [label, mem] of mems) {
+    lines.push(`${label}: ${mem.capacityGiB.toFixed(1)} GiB = weights ${mem.weightsGiB.toFixed(1)} + activations ${mem.activationGiB.toFixed(1)} + runtime ${mem.reserveGiB.toFixed(1)} + KV cache ${mem.kvCacheGiB.toFixed(1)} (+ unused)`);
+    lines.push(`  KV ${Math.round(mem.kvBytesPerTokenPerGpu)} bytes/token/GPU, ${mem.kvTokens} tokens, up to ${mem.maxSequences} sequences of isl+osl`);
+  }
+  if (est.breakdown) {
+    for (const phase of ['prefill', 'decode'] as const) {
+      const t = est.breakdown[phase];
+      const total = Object.values(t).reduce((a, v) => a + v, 0);
+      lines.push(`${phase} step (${phase === 'prefill' ? 'one prompt' : 'running batch'}): ${total.toFixed(2)} ms`);
+      for (const [k, v] of Object.entries(t).sort((a, c) => c[1] - a[1])) {
+        lines.push(`  ${k.padEnd(18)} ${v.toFixed(3).padStart(10)} ms  ${((100 * v) / total).toFixed(1).padStart(5)}%`);
+      }
+    }
+  }
+  lines.push(calibration);
+  process.stdout.write(lines.join('\n') + '\n');
+}
+
+// ---- batch mode ------------------------------------------------------------------------------
+
+const inputsCache = new Map<string, Promise<RowInputs | { refused: true; reason: string; family?: string }>>();
+
+/** Rows name their model; resolve it without the network (bundled, local cache) so a batch stays fast. */
+async function modelOf(id: string): Promise<ModelSpec | undefined> {
+  try {
+    return await resolveModel(id, { env: { ...process.env, HF_HUB_OFFLINE: '1' } });
+  } catch {
+    return undefined;
+  }
+}
+
+/** Model, system, engine version and perf source of a CSV row (cached), or why the row cannot be estimated. */
+export function resolveRowInputs(row: Row, perfData?: string): Promise<RowInputs | { refused: true; reason: string; family?: string }> {
+  const key = `${row.model_path}|${row.system}|${row.backend}|${row.backend_version}|${perfData ?? ''}`;
+  let hit = inputsCache.get(key);
+  if (!hit) {
+    hit = (async () => {
+      const model = await modelOf(row.model_path);
+      if (!model) return { refused: true as const, reason: `unsupported model: ${row.model_path} is not a bundled or resolvable architecture` };
+      let system;
+      try {
+        system = loadSystem(row.system);
+      } catch {
+        return { refused: true as const, reason: `unknown system: ${row.system}`, family: model.family };
+      }
+      let engine;
+      try {
+        engine = resolveEngine(system, row.backend as Backend, row.backend_version || undefined);
+      } catch {
+        try {
+          engine = resolveEngine(system, row.backend as Backend); // version not supported: the system's default
+        } catch (e) {
+          return { refused: true as const, reason: (e as Error).message, family: model.family };
+        }
+      }
+      let perf;
+      try {
+        perf = await loadPerfSource({ system, backend: engine.backend, version: engine.version, perfData });
+      } catch (e) {
+        return { refused: true as const, reason: `no performance data: ${(e as Error).message.split('\n')[0]}`, family: model.family };
+      }
+      return { model, system, backend: engine.backend, version: engine.version, perf };
+    })();
+    inputsCache.set(key, hit);
+  }
+  return hit;
+}
+
+async function fromCsv(o: Opts): Promise<number> {
+  const file = o.fromCsv as string;
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new InputError(`--from-csv ${file}: cannot read (${(e as Error).message.split('\n')[0]})`);
+  }
+  const { header, rows } = parseCsv(text);
+  for (const col of ['model_path', 'system', 'backend', 'mode', 'isl', 'osl']) {
+    if (!header.includes(col)) throw new InputError(`--from-csv ${file}: missing column "${col}"; expected the e2e reference format`);
+  }
+  const outRows: Record<string, string>[] = [];
+  let refused = 0;
+  for (const row of rows) {
+    const inp = await resolveRowInputs(row, o.perfData as string | undefined);
+    const e = 'refused' in inp ? inp : estimateRow(row, inp);
+    const cells = predictedCells(e);
+    if (cells.refused_reason) refused++;
+    outRows.push({ ...row, ...cells });
+  }
+  const columns = [...header, ...PREDICTED_COLUMNS];
+  const csv = stringify(outRows, { header: true, columns });
+  if (o.out) {
+    const tmp = `${o.out as string}.tmp`;
+    writeFileSync(tmp, csv);
+    renameSync(tmp, o.out as string);
+    log(`wrote ${rows.length} rows (${refused} refused) to ${o.out as string}`);
+  } else process.stdout.write(csv);
+  return 0;
 }

@@ -1,0 +1,270 @@
+// End-to-end accuracy: predicted TTFT / TPOT / throughput against measured serving runs.
+//   npm run bench:e2e [-- --write-bands] [-- --rows out.csv]
+// Reads ../shared/reference/aic-silicon/e2e/dev.csv and the max-load rows of
+// ../shared/reference/ground-truth/trtllm_perf_overview.csv; prints MAPE and median |%err| per group,
+// the refusal share and reasons, and (with --write-bands) writes data/error-bands.json: aggregate error
+// percentiles per group, never the rows.
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { estimateAgg, isRefusal } from '../src/engine/index.js';
+import { decodeFloorMs } from '../src/engine/memory.js';
+import { BANDS_FILE, groupKeys, type ErrorBandsFile, type ErrorGroup, type ErrorStat } from '../src/engine/bands.js';
+import { backendProfile } from '../src/engine/backends.js';
+import { estimateRow, parseCsv, rowDtypes, type Row, type RowInputs } from '../src/engine/rows.js';
+import { resolveRowInputs } from '../src/cli/commands/estimate.js';
+import type { EngineContext, Estimate } from '../src/engine/types.js';
+import { dataPath, projectRoot } from '../src/util/paths.js';
+
+const REF = join(projectRoot(), '..', 'shared', 'reference');
+const DEV = join(REF, 'aic-silicon', 'e2e', 'dev.csv');
+const OVERVIEW = join(REF, 'ground-truth', 'trtllm_perf_overview.csv');
+
+interface Result {
+  source: 'dev' | 'overview';
+  system: string;
+  backend: string;
+  family: string;
+  kind: 'dense' | 'moe' | '?';
+  mode: string;
+  refused?: string;
+  /** Measured TPOT below the HBM floor of the recorded configuration (speculative decoding or a recording error). */
+  belowFloor?: boolean;
+  ttft?: [number, number];
+  tpot?: [number, number];
+  thr?: [number, number];
+}
+
+const pct = (pred: number, meas: number) => (100 * (pred - meas)) / meas;
+
+async function runDev(rows: Row[], perfData?: string): Promise<Result[]> {
+  const out: Result[] = [];
+  for (const row of rows) {
+    const r: Result = { source: 'dev', system: row.system, backend: row.backend, family: '?', kind: '?', mode: row.mode };
+    const inp = await resolveRowInputs(row, perfData);
+    if ('refused' in inp) {
+      r.refused = inp.reason;
+      r.family = inp.family ?? `other:${row.model_path}`;
+      out.push(r);
+      continue;
+    }
+    r.family = inp.model.family;
+    r.kind = inp.model.moe ? 'moe' : 'dense';
+    const e = estimateRow(row, inp);
+    if (isRefusal(e)) r.refused = `${e.constraint}: ${e.reason}`;
+    else {
+      const mt = Number(row.silicon_ttft_ms);
+      const mp = Number(row.silicon_tpot_ms);
+      if (mt > 0) r.ttft = [e.metrics.ttftMs, mt];
+      if (mp > 0) r.belowFloor = mp < 0.8 * floorOf(row, inp, e);
+      if (mp > 0) r.tpot = [e.metrics.tpotMs, mp];
+      // Throughput implied by the measured means at the same concurrency (closed loop).
+      const osl = Number(row.osl);
+      if (mt > 0 && mp > 0) {
+        const measTps = (e.metrics.concurrency * osl) / ((mt + (osl - 1) * mp) / 1000) / e.metrics.gpus;
+        r.thr = [e.metrics.tokPerSPerGpu, measTps];
+      }
+    }
+    out.push(r);
+  }
+  return out;
+}
+
+/** HBM floor of the row's decode step at the running batch its clients allow (per decode instance). */
+function floorOf(row: Row, inp: RowInputs, e: Estimate): number {
+  const dt = rowDtypes(row, inp.model);
+  const ctx: EngineContext = {
+    model: inp.model, system: inp.system, backend: inp.backend, version: inp.version, perf: inp.perf,
+    gemmDtype: dt.gemmDtype, moeDtype: dt.moeDtype, kvDtype: dt.kvDtype,
+    workload: { isl: Number(row.isl), osl: Number(row.osl), prefix: 0 },
+  };
+  const kvMid = Number(row.isl) + Number(row.osl) / 2;
+  if (e.mode === 'agg') {
+    const seqs = Math.min(e.metrics.concurrency / e.replicas, e.config.batchSize);
+    return decodeFloorMs(ctx, e.config, Math.max(1, Math.min(seqs, e.memory.maxSequences * 2)), kvMid);
+  }
+  const d = e.config.decode;
+  const seqs = Math.min(e.metrics.concurrency / d.workers, d.batchSize);
+  return decodeFloorMs(ctx, d, Math.max(1, seqs), kvMid);
+}
+
+const PREC: Record<string, string> = { fp16: 'bf16', bf16: 'bf16', fp8: 'fp8', fp4: 'fp4' };
+
+async function runOverview(rows: Row[], perfData?: string): Promise<Result[]> {
+  const out: Result[] = [];
+  for (const row of rows) {
+    if (!/concurrency=unbounded/.test(row.notes) || !(Number(row.throughput_tok_s_per_gpu) > 0)) continue;
+    if (!row.osl || !row.isl) continue;
+    const r: Result = { source: 'overview', system: row.hardware, backend: 'trtllm', family: '?', kind: '?', mode: 'agg-maxload' };
+    const prec = PREC[row.precision] ?? row.precision;
+    const q = prec === 'fp4' ? 'nvfp4' : prec === 'fp8' ? 'fp8' : '';
+    const devLike: Row = {
+      model_path: row.model, system: row.hardware, backend: 'trtllm', backend_version: '', mode: 'agg', precision: prec,
+      gemm_quant_mode: q, moe_quant_mode: q, isl: row.isl, osl: row.osl,
+    };
+    const inp = await resolveRowInputs(devLike, perfData);
+    if ('refused' in inp) {
+      r.refused = inp.reason;
+      r.family = inp.family ?? `other:${row.model}`;
+      out.push(r);
+      continue;
+    }
+    r.family = inp.model.family;
+    r.kind = inp.model.moe ? 'moe' : 'dense';
+    const gpus = Number(row.gpus) || 1;
+    const par = /parallel=([A-Z]+)(\d+)/.exec(row.notes);
+    const adp = /attention_dp=True/.test(row.notes);
+    let tp = Number(row.tp) || 1;
+    const pp = Number(row.pp) || 1;
+    let dp = 1;
+    if (adp && par) {
+      dp = Number(par[2]);
+      tp = Math.max(1, gpus / pp / dp);
+    }
+    const ep = inp.model.moe ? Number(row.ep) || (adp ? tp * dp : 1) : 1;
+    const moeEp = Math.min(ep, tp * dp);
+    const dt = rowDtypes(devLike, inp.model);
+    const ctx: EngineContext = {
+      model: inp.model, system: inp.system, backend: 'trtllm', version: inp.version, perf: inp.perf,
+      gemmDtype: dt.gemmDtype, moeDtype: dt.moeDtype, kvDtype: dt.kvDtype,
+      workload: { isl: Number(row.isl), osl: Number(row.osl), prefix: 0 },
+    };
+    const prof = backendProfile('trtllm', inp.version);
+    // Max load: as many sequences as the KV cache holds, up to the engine's batch cap.
+    const base = { tp, pp, dp, moeTp: (tp * dp) / moeEp, moeEp, maxNumTokens: prof.maxNumTokens };
+    const probe = estimateAgg(ctx, { ...base, batchSize: 1 });
+    if (isRefusal(probe)) {
+      r.refused = `${probe.constraint}: ${probe.reason}`;
+      out.push(r);
+      continue;
+    }
+    const batch = Math.max(1, Math.min(prof.maxBatchSize, probe.memory.maxSequences));
+    const e = estimateAgg(ctx, { ...base, batchSize: batch }, { concurrency: batch });
+    if (isRefusal(e)) r.refused = `${e.constraint}: ${e.reason}`;
+    else r.thr = [e.metrics.tokPerSPerGpu, Number(row.throughput_tok_s_per_gpu)];
+    out.push(r);
+  }
+  return out;
+}
+
+function stats(errs: number[]): { n: number; mape: number; medae: number; p10: number; p90: number; bias: number } {
+  const n = errs.length;
+  if (!n) return { n: 0, mape: NaN, medae: NaN, p10: NaN, p90: NaN, bias: NaN };
+  const abs = errs.map(Math.abs).sort((a, b) => a - b);
+  const s = [...errs].sort((a, b) => a - b);
+  const q = (arr: number[], p: number) => arr[Math.min(arr.length - 1, Math.max(0, Math.round(p * (arr.length - 1))))];
+  return {
+    n,
+    mape: abs.reduce((a, b) => a + b, 0) / n,
+    medae: q(abs, 0.5),
+    p10: q(s, 0.1),
+    p90: q(s, 0.9),
+    bias: q(s, 0.5),
+  };
+}
+
+const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '-');
+
+function table(title: string, results: Result[], key: (r: Result) => string): void {
+  const groups = new Map<string, Result[]>();
+  for (const r of results) {
+    const k = key(r);
+    if (!groups.has(k)) groups.set(k, []);
+    groups.get(k)!.push(r);
+  }
+  console.log(`\n## ${title}`);
+  console.log('| group | rows | refused | TTFT MAPE | TTFT med | TPOT MAPE | TPOT med | thr MAPE | thr med |');
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
+  for (const [k, rs] of [...groups.entries()].sort()) {
+    const ok = rs.filter((r) => !r.refused);
+    const t = stats(ok.filter((r) => r.ttft).map((r) => pct(...r.ttft!)));
+    const p = stats(ok.filter((r) => r.tpot).map((r) => pct(...r.tpot!)));
+    const h = stats(ok.filter((r) => r.thr).map((r) => pct(...r.thr!)));
+    console.log(`| ${k} | ${rs.length} | ${rs.length - ok.length} | ${f1(t.mape)} | ${f1(t.medae)} | ${f1(p.mape)} | ${f1(p.medae)} | ${f1(h.mape)} | ${f1(h.medae)} |`);
+  }
+}
+
+function bandsFile(results: Result[]): ErrorBandsFile {
+  const acc = new Map<string, { ttft: number[]; tpot: number[]; throughput: number[] }>();
+  for (const r of results) {
+    if (r.refused || r.source !== 'dev') continue;
+    for (const k of groupKeys(r.system, r.backend, r.family, r.mode)) {
+      if (!acc.has(k)) acc.set(k, { ttft: [], tpot: [], throughput: [] });
+      const a = acc.get(k)!;
+      if (r.ttft) a.ttft.push(pct(...r.ttft));
+      if (r.tpot) a.tpot.push(pct(...r.tpot));
+      if (r.thr) a.throughput.push(pct(...r.thr));
+    }
+  }
+  const groups: Record<string, ErrorGroup> = {};
+  const st = (e: number[]): ErrorStat | undefined => {
+    if (e.length < 3) return undefined;
+    const s = stats(e);
+    return { n: s.n, p10: Math.round(s.p10 * 10) / 10, p90: Math.round(s.p90 * 10) / 10 };
+  };
+  for (const [k, a] of [...acc.entries()].sort()) {
+    const g: ErrorGroup = {};
+    const t = st(a.ttft);
+    const p = st(a.tpot);
+    const h = st(a.throughput);
+    if (t) g.ttft = t;
+    if (p) g.tpot = p;
+    if (h) g.throughput = h;
+    if (Object.keys(g).length) groups[k] = g;
+  }
+  return {
+    description: 'Signed % error (predicted - measured) / measured of end-to-end estimates: 10th/90th percentiles per group (system|backend|family|mode, * = any). Generated by npm run bench:e2e -- --write-bands.',
+    groups,
+  };
+}
+
+async function main(): Promise<void> {
+  if (!existsSync(DEV)) {
+    console.log(`reference data not found at ${REF}; nothing to measure`);
+    return;
+  }
+  const args = process.argv.slice(2);
+  // --perf-data DIR: price ops from another source (e.g. the measured kernel tables) to separate the
+  // serving model's error from the tables' error.
+  const pi = args.indexOf('--perf-data');
+  const perfData = pi >= 0 ? args[pi + 1] : undefined;
+  const t0 = performance.now();
+  const dev = parseCsv(readFileSync(DEV, 'utf8')).rows;
+  const devRes = await runDev(dev, perfData);
+  const t1 = performance.now();
+  const ov = existsSync(OVERVIEW) ? await runOverview(parseCsv(readFileSync(OVERVIEW, 'utf8')).rows, perfData) : [];
+  const all = [...devRes, ...ov];
+  console.log(`# bench:e2e  (${dev.length} dev rows in ${((t1 - t0) / 1000).toFixed(1)} s; ${ov.length} perf-overview max-load rows${perfData ? `; perf data ${perfData}` : ''})`);
+  const supported = devRes.filter((r) => !r.family.startsWith('other:') && !/^unknown system/.test(r.refused ?? ''));
+  table('dev rows by kind and mode (bundled families)', supported, (r) => `${r.kind} ${r.mode}`);
+  const consistent = supported.filter((r) => !r.belowFloor);
+  console.log(`\n${supported.length - consistent.length} estimated rows report a TPOT below 0.8x the HBM floor of their recorded configuration ` +
+    '(weights + KV read once per step: speculative decoding, or a batch/parallelism not as recorded). Without them:');
+  table('dev rows by kind and mode, rows consistent with their recorded configuration', consistent, (r) => `${r.kind} ${r.mode}`);
+  table('dev rows by system', supported, (r) => r.system);
+  table('dev rows by backend and mode', supported, (r) => `${r.backend} ${r.mode}`);
+  table('dev rows by model family and mode', devRes, (r) => `${r.family} ${r.mode}`);
+  table('TRT-LLM perf overview, max-load throughput, by family', ov, (r) => `${r.family}`);
+  table('TRT-LLM perf overview, max-load throughput, by system', ov.filter((r) => !r.family.startsWith('other:')), (r) => r.system);
+  const ovOk = ov.filter((r) => r.thr);
+  const ovErr = ovOk.map((r) => Math.abs(pct(...r.thr!)));
+  console.log(`\nTRT-LLM perf overview max-load throughput, all estimated rows: n ${ovOk.length}, MAPE ${f1(ovErr.reduce((a, b) => a + b, 0) / Math.max(1, ovErr.length))}%`);
+  const bundled = all.filter((r) => !r.family.startsWith('other:'));
+  const onSystems = bundled.filter((r) => !/^unknown system/.test(r.refused ?? ''));
+  const refused = onSystems.filter((r) => r.refused);
+  console.log(`\nRefused: ${refused.length} of ${onSystems.length} rows of bundled families on supported systems (${f1((100 * refused.length) / Math.max(1, onSystems.length))}%); ` +
+    `${bundled.length - onSystems.length} rows on systems without a spec (${[...new Set(bundled.filter((r) => /^unknown system/.test(r.refused ?? '')).map((r) => r.system))].join(', ')}); ` +
+    `${all.length - bundled.length} rows of other architectures refused.`);
+  const reasons = new Map<string, number>();
+  for (const r of all.filter((x) => x.refused)) {
+    const k = r.refused!.replace(/\d+(\.\d+)?/g, 'N').slice(0, 110);
+    reasons.set(k, (reasons.get(k) ?? 0) + 1);
+  }
+  for (const [k, v] of [...reasons.entries()].sort((a, b) => b[1] - a[1]).slice(0, 15)) console.log(`  ${v}\t${k}`);
+  if (args.includes('--write-bands') && !perfData) {
+    const p = dataPath(BANDS_FILE);
+    writeFileSync(p, JSON.stringify(bandsFile(devRes), null, 1) + '\n');
+    console.log(`\nwrote ${p}`);
+  }
+}
+
+await main();

@@ -1,0 +1,135 @@
+// Aggregated serving at a concurrency: continuous batching with a token budget, chunked prefill riding on
+// decode steps, and a closed loop of clients (each sends its next request when the last one ends).
+//
+// Steady state of one replica with n running sequences (n = min(clients, max-num-seqs, what the KV cache
+// holds)): every request lives D = osl-1 decode iterations plus k prefill iterations (k chunks). New prompts
+// are packed g to a step up to the token budget, so N_mix = n*k/g of the iterations in one request
+// lifetime carry prefill work. When N_mix exceeds the lifetime the engine is prefill-bound and requests
+// wait in its queue. Clients beyond n wait for a free slot (Little's law on the closed loop).
+import { memoryPicture } from './memory.js';
+import { decodeStepMs, hostOverheadMs, mixedStepMs, profileOf } from './steps.js';
+import type { AggConfig, EngineContext, MemoryPicture } from './types.js';
+
+export interface AggPoint {
+  ttftMs: number;
+  tpotMs: number;
+  requestLatencyMs: number;
+  /** Requests per second of one replica. */
+  requestsPerS: number;
+  /** Running sequences per replica. */
+  running: number;
+  /** Parts of the mean TTFT, ms. */
+  ttftParts: { queue: number; prefill: number; residual: number; request: number };
+  /** Mean step times, ms. */
+  decodeStepMs: number;
+  mixedStepMs: number;
+}
+
+/**
+ * Requests each client sends in one benchmark run (AIPerf request-count = 10 x concurrency). The first round
+ * starts as one burst, so its prompts queue behind each other; later rounds arrive staggered.
+ */
+export const BENCH_ROUNDS = 10;
+
+/** Sequences that can run at once: KV allocated on demand holds sequences at their mean length. */
+export function runningCapacity(ctx: EngineContext, mem: MemoryPicture): number {
+  const { isl, osl } = ctx.workload;
+  if (!profileOf(ctx).kvOnDemand) return mem.maxSequences;
+  return Math.max(mem.maxSequences, Math.floor((mem.maxSequences * (isl + osl)) / (isl + osl / 2)));
+}
+
+/** Serving metrics of one replica at `clients` concurrent clients. */
+export function aggPoint(ctx: EngineContext, cfg: AggConfig, clients: number, mem: MemoryPicture): AggPoint {
+  const prof = profileOf(ctx);
+  const { isl, osl, prefix } = ctx.workload;
+  const isle = Math.max(1, isl - prefix);
+  const D = Math.max(1, osl - 1);
+  const pp = cfg.pp;
+  const n = Math.max(1, Math.min(clients, cfg.batchSize, runningCapacity(ctx, mem)));
+  const kvMid = isl + Math.floor(osl / 2);
+  const micro = (x: number) => Math.ceil(x / pp);
+  const host = hostOverheadMs(ctx, micro(n));
+  const tDec = decodeStepMs(ctx, cfg, n, kvMid) + host;
+
+  // Token budget per step across the instance (each attention-dp rank schedules its own budget).
+  const budget = Math.max(1, cfg.maxNumTokens) * cfg.dp;
+  const mixes = prof.mixesPrefill;
+  const pfBudget = mixes ? Math.max(budget - micro(n), Math.ceil(budget / 4)) : budget;
+  let g: number;
+  let chunk: number;
+  let k: number;
+  if (isle <= pfBudget) {
+    g = Math.max(1, Math.min(n, Math.floor(pfBudget / isle)));
+    chunk = isle;
+    k = 1;
+  } else {
+    g = 1;
+    chunk = pfBudget;
+    k = Math.ceil(isle / pfBudget);
+  }
+  const avgPrefix = prefix + (k > 1 ? ((k - 1) / 2) * chunk : 0);
+  const eager = prof.eagerLayerMs * ctx.model.numLayers;
+  /** One prefill step of `prompts` prompt chunks (riding on the other sequences' decode when the engine mixes). */
+  const pfStep = (prompts: number): number => {
+    const dc = mixes ? Math.max(0, n - prompts) : 0;
+    const st = mixedStepMs(ctx, cfg, {
+      pfBatch: micro(prompts), pfSeq: Math.min(chunk, isle), pfPrefix: Math.round(avgPrefix), dcBatch: micro(dc), dcKv: kvMid,
+    });
+    return st.ms + host + eager;
+  };
+  const tFull = pfStep(g);
+  // Marginal cost of one prompt chunk on top of the decode work the step does anyway.
+  const perChunk = (tFull - (mixes ? tDec : 0)) / g;
+  const life = D + k;
+  // Steady state: completions are spread out, so a new prompt mostly shares its step with the few that
+  // arrived during the previous step.
+  const gSteady = Math.max(1, Math.min(g, Math.round(1 + (n - 1) / life)));
+  const tOwn = gSteady === g ? tFull : pfStep(gSteady);
+  // Prefill chunks of one request lifetime of all n sequences, and the iterations they need at g per step.
+  const nMix = (n * k) / g;
+  const prefillWork = n * k * perChunk; // ms per lifetime
+  // Mixed steps: a lifetime needs at least nMix iterations. Separate prefill steps just lengthen the cycle.
+  const iters = mixes ? Math.max(life, nMix) : life;
+  const tIter = tDec + prefillWork / iters;
+  const engineWait = (iters - life) * tIter;
+  const residual = 0.5 * tDec;
+  // The first round arrives at once and queues behind the whole burst of prompts.
+  const burstTtft = ((Math.ceil(nMix) + 1) / 2) * tFull;
+  let ttftPrefill: number;
+  let tpot: number;
+  if (!prof.lockstep) {
+    // Completions spread out over the steps, so later rounds mostly find a free step.
+    tpot = tIter;
+    const steadyTtft = residual + engineWait + k * tOwn;
+    ttftPrefill = steadyTtft + Math.max(0, burstTtft - steadyTtft) / BENCH_ROUNDS;
+  } else {
+    // Prefill-first scheduling keeps the clients in lockstep: every round is a burst of prompts followed by
+    // uninterrupted decode steps.
+    tpot = tDec;
+    ttftPrefill = Math.max(burstTtft, k * tFull);
+  }
+  const baseTtft = prof.requestOverheadMs + ttftPrefill;
+  const cycleMs = iters * tIter;
+  const running = baseTtft + D * tpot;
+  // Slots turn over once per cycle; clients beyond the running slots queue for one.
+  const slotRate = n / (cycleMs + prof.requestOverheadMs);
+  const clientRate = clients / running;
+  const rate = Math.min(slotRate, clientRate);
+  const queue = Math.max(0, clients / rate - running);
+  const ttft = baseTtft + queue;
+  return {
+    ttftMs: ttft,
+    tpotMs: tpot,
+    requestLatencyMs: ttft + D * tpot,
+    requestsPerS: rate * 1000,
+    running: n,
+    ttftParts: { queue: queue + engineWait, prefill: k * tFull, residual, request: prof.requestOverheadMs },
+    decodeStepMs: tDec,
+    mixedStepMs: tFull,
+  };
+}
+
+/** Memory picture of an agg replica (token budget activations, sequences of isl+osl). */
+export function aggMemory(ctx: EngineContext, cfg: AggConfig) {
+  return memoryPicture(ctx, cfg, cfg.maxNumTokens, ctx.workload.isl + ctx.workload.osl);
+}

@@ -1,0 +1,173 @@
+// Engine defaults that matter for timing and memory, per backend and (where they changed) per version.
+// Figures are the engines' documented defaults; the per-step overheads are host-side costs (scheduling,
+// sampling, detokenization hand-off) fitted on the measured end-to-end rows, one value per backend.
+import type { Backend } from '../inputs/types.js';
+
+export interface BackendProfile {
+  backend: Backend;
+  version: string;
+  /** Default token budget per engine step (max-num-batched-tokens / chunked-prefill-size / max_num_tokens). */
+  maxNumTokens: number;
+  /** Default cap on running sequences (max-num-seqs / max_running_requests / max_batch_size). */
+  maxBatchSize: number;
+  /** KV-cache block (page) size in tokens. */
+  kvBlockTokens: number;
+  /**
+   * How the KV budget is derived: 'of_total' = capacity * fraction - everything else (vLLM, SGLang static
+   * fraction); 'of_free' = (capacity - everything else) * fraction (TRT-LLM free_gpu_memory_fraction).
+   */
+  memoryMode: 'of_total' | 'of_free';
+  memoryFraction: number;
+  /** SGLang sizes its static fraction from the GPU: about this much is left outside it on large GPUs, GiB. */
+  outsideFractionGiB?: number;
+  /** Runtime reserve outside weights/KV/activations: CUDA context, NCCL buffers, graph pools, GiB. */
+  reserveGiB: number;
+  /** Largest decode batch replayed from a captured CUDA graph; larger batches run eagerly. */
+  cudaGraphMaxBatch: number;
+  /** Captured batch sizes are padded up to the next of these (sorted ascending). */
+  cudaGraphSizes: number[];
+  /** Host time per engine step (scheduler, input preparation, sampling), ms; partly hidden when overlapped. */
+  stepOverheadMs: number;
+  /** Additional host time per step per running sequence, ms (detokenization, output processing). */
+  perSeqOverheadMs: number;
+  /** Extra launch cost per layer when a step runs without CUDA graphs (eager prefill / mixed steps), ms. */
+  eagerLayerMs: number;
+  /** Fixed per-request cost outside the engine loop (HTTP, tokenization, routing), ms, added to TTFT. */
+  requestOverheadMs: number;
+  /**
+   * Whether prefill chunks ride on decode steps (vLLM, TRT-LLM in-flight batching). When false (SGLang's
+   * default, mixed chunks off) waiting prompts are prefilled in steps of their own before decoding resumes.
+   */
+  mixesPrefill: boolean;
+  /** Prefill-first scheduling that keeps closed-loop clients in lockstep: every round is one burst of prompts. */
+  lockstep?: boolean;
+  /** Whether KV blocks are allocated as sequences grow (vLLM, SGLang) rather than reserved for isl+osl up front. */
+  kvOnDemand: boolean;
+  /** Whether the engine can run MoE with attention DP and moe_tp > 1 at the same time. */
+  moeDpWithMoeTp: boolean;
+  /** Whether disaggregated prefill and decode must use the same TP size. */
+  disaggSameTp: boolean;
+}
+
+function range(start: number, end: number, step: number): number[] {
+  const out: number[] = [];
+  for (let v = start; v <= end; v += step) out.push(v);
+  return out;
+}
+
+const VLLM_GRAPH = [1, 2, 4, ...range(8, 512, 8)];
+const SGLANG_GRAPH = [1, 2, 4, 8, 12, 16, 24, ...range(32, 256, 8), ...range(272, 512, 16)];
+const TRTLLM_GRAPH = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048];
+
+const BASE: Record<Backend, Omit<BackendProfile, 'version'>> = {
+  vllm: {
+    backend: 'vllm',
+    maxNumTokens: 8192,
+    maxBatchSize: 1024,
+    kvBlockTokens: 16,
+    memoryMode: 'of_total',
+    memoryFraction: 0.9,
+    reserveGiB: 1.5,
+    cudaGraphMaxBatch: 512,
+    cudaGraphSizes: VLLM_GRAPH,
+    stepOverheadMs: 0,
+    perSeqOverheadMs: 0,
+    eagerLayerMs: 0.0,
+    requestOverheadMs: 40,
+    mixesPrefill: true,
+    kvOnDemand: true,
+    moeDpWithMoeTp: false,
+    disaggSameTp: false,
+  },
+  sglang: {
+    backend: 'sglang',
+    maxNumTokens: 8192,
+    maxBatchSize: 1024,
+    kvBlockTokens: 1,
+    memoryMode: 'of_total',
+    memoryFraction: 0.88,
+    outsideFractionGiB: 10,
+    reserveGiB: 1.0,
+    cudaGraphMaxBatch: 512,
+    cudaGraphSizes: SGLANG_GRAPH,
+    stepOverheadMs: 0,
+    perSeqOverheadMs: 0,
+    eagerLayerMs: 0.0,
+    requestOverheadMs: 100,
+    mixesPrefill: false,
+    kvOnDemand: true,
+    moeDpWithMoeTp: true,
+    disaggSameTp: true,
+  },
+  trtllm: {
+    backend: 'trtllm',
+    maxNumTokens: 8192,
+    maxBatchSize: 2048,
+    kvBlockTokens: 32,
+    memoryMode: 'of_free',
+    memoryFraction: 0.9,
+    reserveGiB: 3.0,
+    cudaGraphMaxBatch: 2048,
+    cudaGraphSizes: TRTLLM_GRAPH,
+    stepOverheadMs: 0,
+    perSeqOverheadMs: 0,
+    eagerLayerMs: 0.0,
+    requestOverheadMs: 70,
+    mixesPrefill: true,
+    kvOnDemand: false,
+    moeDpWithMoeTp: true,
+    disaggSameTp: false,
+  },
+};
+
+/** Compare dotted versions numerically ("0.10.1" > "0.9.2"); non-numeric parts compare as text. */
+export function compareVersions(a: string, b: string): number {
+  const pa = a.split(/[.\-+]/);
+  const pb = b.split(/[.\-+]/);
+  for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
+    const x = pa[i] ?? '0';
+    const y = pb[i] ?? '0';
+    const nx = parseInt(x, 10);
+    const ny = parseInt(y, 10);
+    if (!Number.isNaN(nx) && !Number.isNaN(ny) && nx !== ny) return nx - ny;
+    if (x !== y) return x < y ? -1 : 1;
+  }
+  return 0;
+}
+
+const cache = new Map<string, BackendProfile>();
+
+/** Defaults of one engine version (later versions inherit and override where the engine changed). */
+export function backendProfile(backend: Backend, version: string): BackendProfile {
+  const key = `${backend}@${version}`;
+  const hit = cache.get(key);
+  if (hit) return hit;
+  const p: BackendProfile = { ...BASE[backend], version };
+  const atLeast = (v: string) => /^\d/.test(version) && compareVersions(version, v) >= 0;
+  if (backend === 'vllm') {
+    // 0.22 raised the default gpu-memory-utilization handling; async scheduling (0.11+) hides most host time.
+    if (atLeast('0.22')) p.memoryFraction = 0.92;
+  }
+  if (backend === 'sglang') {
+    // Blackwell-era releases default to a 16k chunked prefill on large GPUs.
+    if (!/^\d/.test(version) || atLeast('0.5.6')) p.maxNumTokens = 16384;
+    // Measured runs of 0.5.1-0.5.5 keep the clients in lockstep (long TTFT, clean decode); later versions
+    // (overlap scheduler) spread the prompts like the other engines, still in steps of their own.
+    if (/^\d/.test(version) && !atLeast('0.5.6')) p.lockstep = true;
+  }
+  cache.set(key, p);
+  return p;
+}
+
+/** Fraction of GPU memory the engine lets weights, activations and KV use. */
+export function memoryFractionOf(p: BackendProfile, capacityGiB: number): number {
+  if (p.outsideFractionGiB === undefined) return p.memoryFraction;
+  return Math.max(p.memoryFraction, 1 - p.outsideFractionGiB / capacityGiB);
+}
+
+/** Pad a decode batch to the CUDA-graph size that will be replayed (or leave it when run eagerly). */
+export function graphPaddedBatch(p: BackendProfile, batch: number): number {
+  if (batch > p.cudaGraphMaxBatch) return batch;
+  for (const s of p.cudaGraphSizes) if (s >= batch) return s;
+  return batch;
+}

@@ -1,0 +1,138 @@
+// Disaggregated serving: a prefill pool and a decode pool, the KV cache moved between them.
+// TTFT = request overhead + prefill queueing + prefill + KV transfer + joining the decode batch;
+// TPOT from the decode pool at its running batch; throughput bounded by the slower pool and the clients.
+import type { PerfSource } from '../perf/types.js';
+import { kvBytesPerToken, memoryPicture } from './memory.js';
+import { decodeStepMs, hostOverheadMs, mixedStepMs, profileOf } from './steps.js';
+import type { DisaggConfig, EngineContext, MemoryPicture, PoolConfig, Refusal } from './types.js';
+
+export interface DisaggPoint {
+  ttftMs: number;
+  tpotMs: number;
+  requestLatencyMs: number;
+  requestsPerS: number;
+  kvTransferMs: number;
+  prefillMs: number;
+  prefillQueueMs: number;
+  decodeRunning: number;
+  /** Which pool limits throughput at this concurrency. */
+  bound: 'prefill' | 'decode' | 'clients';
+}
+
+export function gpusOfPool(p: PoolConfig): number {
+  return p.tp * p.pp * p.dp;
+}
+
+/** Seconds-free helper: KV bytes one prefill GPU sends for one prompt, and the transfer time. */
+export function kvTransferMs(ctx: EngineContext, cfg: DisaggConfig): number {
+  const { isl } = ctx.workload;
+  const kv = kvBytesPerToken(ctx, cfg.prefill);
+  const perGpu = kv.full * isl + kv.sliding * Math.min(isl, kv.window || isl);
+  const total = gpusOfPool(cfg.prefill) * cfg.prefill.workers + gpusOfPool(cfg.decode) * cfg.decode.workers;
+  const hetero = ctx.decodeSystem !== undefined && ctx.decodeSystem.name !== ctx.system.name;
+  const cross = hetero || total > ctx.system.gpusPerNode;
+  return ctx.perf.p2p(perGpu, cross);
+}
+
+export function disaggMemory(ctx: EngineContext, cfg: DisaggConfig): { prefill: MemoryPicture | Refusal; decode: MemoryPicture | Refusal } {
+  const seq = ctx.workload.isl + ctx.workload.osl;
+  const pfTokens = Math.max(cfg.prefill.maxNumTokens, ctx.workload.isl);
+  return {
+    prefill: memoryPicture(ctx, cfg.prefill, pfTokens, ctx.workload.isl + 1),
+    decode: memoryPicture(ctx, cfg.decode, Math.max(cfg.decode.batchSize, 256), seq, ctx.decodeSystem ?? ctx.system),
+  };
+}
+
+/** One prefill step of `g` prompts (chunked when they exceed the token budget): latency, ms. */
+function prefillBatchMs(ctx: EngineContext, p: PoolConfig, g: number): { ms: number; chunks: number } {
+  const { isl, prefix } = ctx.workload;
+  const isle = Math.max(1, isl - prefix);
+  const budget = Math.max(1, p.maxNumTokens) * p.dp;
+  const chunks = Math.max(1, Math.ceil((g * isle) / Math.max(budget, isle)), Math.ceil(isle / budget));
+  const per = Math.ceil(g / p.pp);
+  const chunk = Math.min(isle, Math.ceil((per * isle) / chunks));
+  const rows = Math.max(1, Math.ceil(per / chunks));
+  const seq = rows > 1 ? isle : chunk;
+  // Later chunks of one long prompt attend to the earlier ones: price the mean chunk.
+  const pfPrefix = rows === 1 && chunks > 1 ? prefix + Math.round(((chunks - 1) / 2) * chunk) : prefix;
+  const step = mixedStepMs(ctx, p, { pfBatch: rows, pfSeq: seq, pfPrefix, dcBatch: 0, dcKv: 0 });
+  return { ms: chunks * (step.ms + hostOverheadMs(ctx, rows)), chunks };
+}
+
+export function disaggPoint(ctx: EngineContext, cfg: DisaggConfig, clients: number, mem: { prefill: MemoryPicture; decode: MemoryPicture }): DisaggPoint {
+  const prof = profileOf(ctx);
+  const { isl, osl } = ctx.workload;
+  const D = Math.max(1, osl - 1);
+  const { prefill: P, decode: Dp } = cfg;
+  const decodePerf: PerfSource | undefined = ctx.decodePerf;
+  const nMax = Math.max(1, Math.min(Dp.batchSize, mem.decode.maxSequences));
+  const kvMid = isl + Math.floor(osl / 2);
+  const transfer = kvTransferMs(ctx, cfg);
+  const gMax = Math.max(1, P.batchSize);
+  const full = prefillBatchMs(ctx, P, gMax);
+  const prefillCap = (P.workers * gMax) / full.ms; // requests per ms
+  const single = prefillBatchMs(ctx, P, 1).ms;
+
+  const tpotMemo = new Map<number, number>();
+  const tpotAt = (running: number): number => {
+    let v = tpotMemo.get(running);
+    if (v === undefined) {
+      v = decodeStepMs(ctx, Dp, running, kvMid, decodePerf) + hostOverheadMs(ctx, Math.ceil(running / Dp.pp));
+      tpotMemo.set(running, v);
+    }
+    return v;
+  };
+  const pfMemo = new Map<number, number>();
+  const prefillAt = (g: number): number => {
+    let v = pfMemo.get(g);
+    if (v === undefined) pfMemo.set(g, (v = g === 1 ? single : prefillBatchMs(ctx, P, g).ms));
+    return v;
+  };
+  // The pair at an assumed request rate (requests per ms): decode batch and prefill queueing follow from it.
+  const at = (rate: number): DisaggPoint & { rate: number } => {
+    // Little's law on a decode worker: running = rate x time in decode; a few passes settle it.
+    let running = 1;
+    for (let i = 0; i < 4; i++) running = Math.max(1, Math.min(nMax, Math.round((rate * D * tpotAt(running)) / Dp.workers)));
+    const tpot = tpotAt(running);
+    // Decode slots bound the rate only when there are more clients than slots.
+    const decodeCap = clients <= Dp.workers * nMax ? Infinity : (Dp.workers * nMax) / (D * tpotAt(nMax));
+    // Prefill batch grows with load: prompts waiting while a step runs join the next one.
+    const g = Math.max(1, Math.min(gMax, Math.ceil((rate / P.workers) * single)));
+    const pf = prefillAt(g);
+    const rho = Math.min(0.95, (rate / P.workers) * (pf / g));
+    const pQueue = (rho / (2 * (1 - rho))) * pf;
+    const ttftBase = prof.requestOverheadMs + pQueue + pf + transfer + tpot;
+    const cycle = ttftBase + D * tpot;
+    const clientRate = clients / cycle;
+    const newRate = Math.min(clientRate, prefillCap, decodeCap);
+    const bound: DisaggPoint['bound'] = newRate === clientRate ? 'clients' : newRate === prefillCap ? 'prefill' : 'decode';
+    const queue = Math.max(0, clients / newRate - cycle);
+    return {
+      rate: newRate,
+      ttftMs: ttftBase + queue,
+      tpotMs: tpot,
+      requestLatencyMs: ttftBase + queue + D * tpot,
+      requestsPerS: newRate * 1000,
+      kvTransferMs: transfer,
+      prefillMs: pf,
+      prefillQueueMs: pQueue + queue,
+      decodeRunning: running,
+      bound,
+    };
+  };
+  // The achieved rate falls as the assumed rate rises (bigger batches, longer queues): bisect the fixed point.
+  let lo = 0;
+  let hi = Math.min(prefillCap, (clients / (single + transfer + D * tpotAt(1))) * 1.0001 + 1e-12);
+  let out = at(hi);
+  if (out.rate < hi) {
+    for (let i = 0; i < 30 && hi - lo > 1e-4 * hi; i++) {
+      const mid = (lo + hi) / 2;
+      const r = at(mid);
+      if (r.rate >= mid) lo = mid;
+      else hi = mid;
+    }
+    out = at(lo > 0 ? lo : hi);
+  }
+  const { rate: _rate, ...point } = out;
+  return point;
+}

@@ -1,0 +1,149 @@
+// Public API of the inference model. Search, output and the CLI call exactly these.
+import { aggMemory, aggPoint } from './agg.js';
+import { backendProfile } from './backends.js';
+import { bandsFor } from './bands.js';
+import { disaggMemory, disaggPoint, gpusOfPool } from './disagg.js';
+import { memoryPicture } from './memory.js';
+import { cachedStep } from './steps.js';
+import { disaggRule, gpusOf, layoutRule } from './rules.js';
+import type {
+  AggConfig, AggEstimate, DisaggConfig, DisaggEstimate, EngineContext, MemoryPicture, ParallelLayout, Refusal, ServingMetrics,
+} from './types.js';
+
+export type * from './types.js';
+export { backendProfile, graphPaddedBatch, type BackendProfile } from './backends.js';
+export { layoutRule, disaggRule, gpusOf } from './rules.js';
+export { layerKinds, stepCost, type StepShape, type StepCost } from './ops.js';
+export { weightBytesPerGpu, kvBytesPerToken } from './memory.js';
+export { kvTransferMs } from './disagg.js';
+
+export function isRefusal(x: unknown): x is Refusal {
+  return typeof x === 'object' && x !== null && (x as Refusal).refused === true;
+}
+
+function notPriced(ctx: EngineContext): string {
+  return `the performance data (${ctx.perf.info.calibratedOn}) cannot price this layout of ${ctx.model.id} with ${ctx.gemmDtype} weights`;
+}
+
+function engineRefusal(reason: string): Refusal {
+  return { refused: true, constraint: 'engine', reason };
+}
+
+/** Memory picture of one GPU of an instance with this layout and token budget (sequences of isl+osl). */
+export function memoryFor(
+  ctx: EngineContext,
+  layout: ParallelLayout,
+  maxNumTokens: number,
+  role: 'agg' | 'prefill' | 'decode' = 'agg',
+): MemoryPicture | Refusal {
+  const { isl, osl } = ctx.workload;
+  const seq = role === 'prefill' ? isl + 1 : isl + osl;
+  const system = role === 'decode' ? (ctx.decodeSystem ?? ctx.system) : ctx.system;
+  return memoryPicture(ctx, layout, maxNumTokens, seq, system);
+}
+
+function breakdownOf(ctx: EngineContext, layout: ParallelLayout, batch: number, pfBatch: number, pf: ParallelLayout = layout) {
+  const { isl, osl, prefix } = ctx.workload;
+  const pfShape = { pfBatch, pfSeq: Math.max(1, isl - prefix), pfPrefix: prefix, dcBatch: 0, dcKv: 0 };
+  const dcShape = { pfBatch: 0, pfSeq: 0, pfPrefix: 0, dcBatch: batch, dcKv: isl + Math.floor(osl / 2) };
+  return { prefill: { ...cachedStep(ctx, pf, pfShape).byOp }, decode: { ...cachedStep(ctx, layout, dcShape, ctx.decodePerf).byOp } };
+}
+
+const pointMemo = new WeakMap<EngineContext, Map<string, ReturnType<typeof aggPoint>>>();
+
+/** Serving points repeat across replica counts and SLA sweeps: memoize per context. */
+function memoAggPoint(ctx: EngineContext, c: AggConfig, clients: number, mem: MemoryPicture): ReturnType<typeof aggPoint> {
+  let m = pointMemo.get(ctx);
+  if (!m) pointMemo.set(ctx, (m = new Map()));
+  const key = `${c.tp},${c.pp},${c.dp},${c.moeTp},${c.moeEp},${c.batchSize},${c.maxNumTokens},${clients}`;
+  let v = m.get(key);
+  if (!v) m.set(key, (v = aggPoint(ctx, c, clients, mem)));
+  return v;
+}
+
+/**
+ * Aggregated serving: `replicas` identical instances of `config`, `concurrency` clients in total
+ * (default batchSize x replicas). Metrics cover all replicas.
+ */
+export function estimateAgg(
+  ctx: EngineContext,
+  config: AggConfig,
+  opts: { concurrency?: number; replicas?: number; breakdown?: boolean } = {},
+): AggEstimate | Refusal {
+  const rule = layoutRule(ctx, config, 'agg');
+  if (rule) return engineRefusal(rule);
+  if (!(config.batchSize >= 1) || !(config.maxNumTokens >= 1)) return engineRefusal('batch size and max-num-tokens must be at least 1');
+  const mem = aggMemory(ctx, config);
+  if (isRefusal(mem)) return mem;
+  const replicas = Math.max(1, opts.replicas ?? 1);
+  const concurrency = Math.max(1, opts.concurrency ?? config.batchSize * replicas);
+  const perReplica = concurrency / replicas;
+  const p = memoAggPoint(ctx, config, perReplica, mem);
+  if (!Number.isFinite(p.ttftMs) || !Number.isFinite(p.tpotMs)) return engineRefusal(notPriced(ctx));
+  const gpus = gpusOf(config) * replicas;
+  const osl = ctx.workload.osl;
+  const outTok = p.requestsPerS * osl * replicas;
+  const metrics: ServingMetrics = {
+    ttftMs: p.ttftMs,
+    tpotMs: p.tpotMs,
+    requestLatencyMs: p.requestLatencyMs,
+    outputTokPerS: outTok,
+    tokPerSPerGpu: outTok / gpus,
+    tokPerSPerUser: 1000 / p.tpotMs,
+    requestsPerS: p.requestsPerS * replicas,
+    concurrency,
+    gpus,
+  };
+  const est: AggEstimate = {
+    refused: false,
+    mode: 'agg',
+    config,
+    replicas,
+    metrics,
+    bands: bandsFor(ctx, 'agg', metrics),
+    memory: mem,
+  };
+  if (opts.breakdown) est.breakdown = breakdownOf(ctx, config, p.running, 1);
+  return est;
+}
+
+/** Disaggregated serving of one xPyD unit (prefill.workers x prefill layout + decode.workers x decode layout). */
+export function estimateDisagg(
+  ctx: EngineContext,
+  config: DisaggConfig,
+  opts: { concurrency?: number; breakdown?: boolean } = {},
+): DisaggEstimate | Refusal {
+  const rule = disaggRule(ctx, config);
+  if (rule) return engineRefusal(rule);
+  const mem = disaggMemory(ctx, config);
+  if (isRefusal(mem.prefill)) return { ...mem.prefill, reason: `prefill: ${mem.prefill.reason}` };
+  if (isRefusal(mem.decode)) return { ...mem.decode, reason: `decode: ${mem.decode.reason}` };
+  const concurrency = Math.max(1, opts.concurrency ?? config.decode.batchSize * config.decode.workers);
+  const memory = { prefill: mem.prefill, decode: mem.decode };
+  const p = disaggPoint(ctx, config, concurrency, memory);
+  if (!Number.isFinite(p.ttftMs) || !Number.isFinite(p.tpotMs)) return engineRefusal(notPriced(ctx));
+  const gpus = gpusOfPool(config.prefill) * config.prefill.workers + gpusOfPool(config.decode) * config.decode.workers;
+  const outTok = p.requestsPerS * ctx.workload.osl;
+  const metrics: ServingMetrics = {
+    ttftMs: p.ttftMs,
+    tpotMs: p.tpotMs,
+    requestLatencyMs: p.requestLatencyMs,
+    outputTokPerS: outTok,
+    tokPerSPerGpu: outTok / gpus,
+    tokPerSPerUser: 1000 / p.tpotMs,
+    requestsPerS: p.requestsPerS,
+    concurrency,
+    gpus,
+  };
+  const est: DisaggEstimate = {
+    refused: false,
+    mode: 'disagg',
+    config,
+    metrics,
+    bands: bandsFor(ctx, 'disagg', metrics),
+    memory,
+    kvTransferMs: p.kvTransferMs,
+  };
+  if (opts.breakdown) est.breakdown = breakdownOf(ctx, config.decode, p.decodeRunning, 1, config.prefill);
+  return est;
+}

@@ -1,0 +1,201 @@
+// The op list of one engine step (one forward pass) for a parallel layout, priced by the perf source.
+// A step carries prefill tokens (a batch of prompt chunks) and/or decode tokens (one per running sequence);
+// every shape here is per GPU after the tp / dp / moe splits.
+import type { Dtype, ModelSpec } from '../inputs/types.js';
+import type { PerfSource } from '../perf/types.js';
+import type { EngineContext, ParallelLayout } from './types.js';
+
+/** Layers that share one shape are priced once and multiplied by `count`. */
+export interface LayerKind {
+  count: number;
+  attention: 'full' | 'none' | 'linear' | 'mla';
+  /** Sliding window in tokens; 0 = full attention. */
+  window: number;
+  kvHeads: number;
+  ffn: 'dense' | 'moe' | 'none' | 'linear';
+  inter: number;
+}
+
+const kindsCache = new WeakMap<ModelSpec, LayerKind[]>();
+
+/** Group the model's layers by shape (dense first layers, sliding-window layers, heterogeneous blocks). */
+export function layerKinds(model: ModelSpec): LayerKind[] {
+  const hit = kindsCache.get(model);
+  if (hit) return hit;
+  const overrides = new Map((model.layerOverrides ?? []).map((o) => [o.layer, o]));
+  const byKey = new Map<string, LayerKind>();
+  for (let i = 0; i < model.numLayers; i++) {
+    const o = overrides.get(i);
+    let attention: LayerKind['attention'] = model.mla ? 'mla' : 'full';
+    if (o?.attention === 'none') attention = 'none';
+    else if (o?.attention === 'linear') attention = 'linear';
+    const sliding = model.slidingWindow?.layers[i] ?? false;
+    const window = attention === 'full' && sliding ? model.slidingWindow!.window : 0;
+    const kvHeads = o?.numKvHeads ?? model.numKvHeads;
+    let ffn: LayerKind['ffn'] = model.moe && i >= model.moe.firstDenseLayers ? 'moe' : 'dense';
+    let inter = model.intermediateSize;
+    if (o?.ffn === 'none' || o?.intermediateSize === 0) ffn = 'none';
+    else if (o?.ffn === 'linear') ffn = 'linear';
+    else if (o?.intermediateSize) inter = o.intermediateSize;
+    const key = `${attention}|${window}|${kvHeads}|${ffn}|${inter}`;
+    const k = byKey.get(key);
+    if (k) k.count++;
+    else byKey.set(key, { count: 1, attention, window, kvHeads, ffn, inter });
+  }
+  const kinds = [...byKey.values()];
+  kindsCache.set(model, kinds);
+  return kinds;
+}
+
+/** What one engine step runs, for the whole model instance (all dp ranks). */
+export interface StepShape {
+  /** Sequences whose prompt (or a chunk of it) is processed in this step. */
+  pfBatch: number;
+  /** New prompt tokens per prefilling sequence in this step. */
+  pfSeq: number;
+  /** Tokens already cached for each prefilling sequence (prefix reuse or earlier chunks). */
+  pfPrefix: number;
+  /** Sequences generating one token each. */
+  dcBatch: number;
+  /** KV length of each decoding sequence. */
+  dcKv: number;
+}
+
+export type OpTimes = Record<string, number>;
+
+export interface StepCost {
+  ms: number;
+  byOp: OpTimes;
+}
+
+function add(t: OpTimes, key: string, v: number): void {
+  if (v > 0) t[key] = (t[key] ?? 0) + v;
+}
+
+/** Whether a group of `gpus` consecutive ranks spans more than one scale-up domain. */
+export function crossesNode(ctx: EngineContext, gpus: number): boolean {
+  return gpus > ctx.system.gpusPerNode;
+}
+
+/**
+ * Price one forward pass of `shape` through all layers (all pipeline stages in sequence).
+ * Pipelining credit is the caller's business (it passes the micro-batch).
+ */
+export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: StepShape, perf: PerfSource = ctx.perf): StepCost {
+  const m = ctx.model;
+  const { tp, dp, pp } = layout;
+  const t: OpTimes = {};
+  const pfB = shape.pfBatch > 0 ? Math.ceil(shape.pfBatch / dp) : 0;
+  const dcB = shape.dcBatch > 0 ? Math.ceil(shape.dcBatch / dp) : 0;
+  const pfTok = pfB * shape.pfSeq;
+  const T = pfTok + dcB;
+  if (T <= 0) return { ms: 0, byOp: t };
+  const h = m.hiddenSize;
+  const gd: Dtype = ctx.gemmDtype;
+  const heads = Math.max(1, Math.ceil(m.numHeads / tp));
+  const cross = crossesNode(ctx, tp);
+  const arOne = tp > 1 ? perf.allReduce({ dtype: 'bfloat16', gpus: tp, elements: T * h, crossNode: cross }) : 0;
+  const norm = perf.elementwise({ bytes: 2 * T * h * 2 });
+  const attnDtype: Dtype = 'bfloat16';
+
+  for (const k of layerKinds(m)) {
+    const n = k.count;
+    // Attention block.
+    if (k.attention === 'full') {
+      const kvh = Math.max(1, Math.ceil(k.kvHeads / tp));
+      add(t, 'qkv_gemm', n * perf.gemm({ dtype: gd, m: T, n: (heads + 2 * kvh) * m.headDim, k: h }));
+      if (pfB > 0) {
+        add(t, 'attention_prefill', n * perf.contextAttention({
+          batch: pfB, seq: shape.pfSeq, prefix: shape.pfPrefix, heads, kvHeads: kvh, headDim: m.headDim,
+          dtype: attnDtype, kvDtype: ctx.kvDtype, window: k.window,
+        }));
+      }
+      if (dcB > 0) {
+        add(t, 'attention_decode', n * perf.generationAttention({
+          batch: dcB, kvLen: shape.dcKv, heads, kvHeads: kvh, headDim: m.headDim, kvDtype: ctx.kvDtype, window: k.window,
+        }));
+      }
+      add(t, 'proj_gemm', n * perf.gemm({ dtype: gd, m: T, n: h, k: heads * m.headDim }));
+      add(t, 'allreduce', n * arOne);
+      add(t, 'norm', n * norm);
+    } else if (k.attention === 'mla' && m.mla) {
+      // The MLA source prices the whole attention module (down/up projections, attention, output projection).
+      const a = m.mla;
+      const common = {
+        heads, kvLoraRank: a.kvLoraRank, qkRopeHeadDim: a.qkRopeHeadDim, qkNopeHeadDim: a.qkNopeHeadDim,
+        vHeadDim: a.vHeadDim, qLoraRank: a.qLoraRank, hidden: h, dtype: gd, kvDtype: ctx.kvDtype,
+      };
+      if (pfB > 0) {
+        const full = perf.mla({ phase: 'context', batch: pfB, seq: shape.pfSeq + shape.pfPrefix, ...common });
+        add(t, 'attention_prefill', n * full * prefixShare(shape.pfSeq, shape.pfPrefix));
+      }
+      if (dcB > 0) add(t, 'attention_decode', n * perf.mla({ phase: 'generation', batch: dcB, seq: shape.dcKv, ...common }));
+      add(t, 'allreduce', n * arOne);
+      add(t, 'norm', n * norm);
+    } else if (k.attention === 'linear') {
+      add(t, 'proj_gemm', n * perf.gemm({ dtype: gd, m: T, n: h, k: Math.ceil(h / tp) }));
+      add(t, 'allreduce', n * arOne);
+    }
+    // Feed-forward block.
+    if (k.ffn === 'dense') {
+      const inter = Math.ceil(k.inter / tp);
+      add(t, 'ffn_gemm', n * perf.gemm({ dtype: gd, m: T, n: 2 * inter, k: h }));
+      add(t, 'ffn_gemm', n * perf.gemm({ dtype: gd, m: T, n: h, k: inter }));
+      add(t, 'norm', n * perf.elementwise({ bytes: T * inter * 3 * 2 }));
+      add(t, 'allreduce', n * arOne);
+    } else if (k.ffn === 'linear') {
+      add(t, 'ffn_gemm', n * perf.gemm({ dtype: gd, m: T, n: h, k: Math.ceil(h / tp) }));
+      add(t, 'allreduce', n * arOne);
+    } else if (k.ffn === 'moe' && m.moe) {
+      const e = m.moe;
+      add(t, 'moe_router', n * perf.gemm({ dtype: 'bfloat16', m: T, n: e.numExperts, k: h }));
+      if (e.sharedExperts > 0) {
+        const si = Math.ceil((e.sharedExperts * e.sharedIntermediateSize) / tp);
+        add(t, 'moe_shared', n * perf.gemm({ dtype: gd, m: T, n: 2 * si, k: h }));
+        add(t, 'moe_shared', n * perf.gemm({ dtype: gd, m: T, n: h, k: si }));
+      }
+      add(t, 'moe_experts', n * perf.moe({
+        dtype: ctx.moeDtype, tokens: T * dp, hidden: h, inter: e.expertIntermediateSize, topk: e.topK,
+        experts: e.numExperts, moeTp: layout.moeTp, moeEp: layout.moeEp,
+      }));
+      add(t, 'moe_comm', n * moeCommMs(ctx, layout, T, perf));
+    }
+  }
+  // Embedding, final norm, logits (one row per sequence that samples a token in this step).
+  add(t, 'norm', perf.elementwise({ bytes: 2 * T * h * 2 }));
+  const sampled = pfB + dcB;
+  add(t, 'logits_gemm', perf.gemm({ dtype: 'bfloat16', m: sampled, n: Math.ceil(m.vocabSize / tp), k: h }));
+  if (pp > 1) {
+    const bytes = T * h * 2;
+    add(t, 'pp_p2p', (pp - 1) * perf.p2p(bytes, crossesNode(ctx, tp * dp * pp)));
+  }
+  let ms = 0;
+  for (const v of Object.values(t)) ms += v;
+  return { ms, byOp: t };
+}
+
+/** Share of a full-length prefill's attention work done by the new tokens after `prefix` cached ones. */
+function prefixShare(seq: number, prefix: number): number {
+  if (prefix <= 0) return 1;
+  const full = seq + prefix;
+  return (full * full - prefix * prefix) / (full * full);
+}
+
+/**
+ * Communication around the expert layer. With attention DP the MoE group gathers every rank's tokens
+ * (all-gather before, reduce-scatter after); with attention TP only it is the usual TP all-reduce.
+ */
+function moeCommMs(ctx: EngineContext, layout: ParallelLayout, T: number, perf: PerfSource): number {
+  const { tp, dp } = layout;
+  const h = ctx.model.hiddenSize;
+  const gpus = tp * dp;
+  if (gpus <= 1) return 0;
+  const cross = crossesNode(ctx, gpus);
+  if (dp > 1) {
+    const elements = T * h * dp;
+    const gather = perf.nccl('all_gather', { dtype: 'bfloat16', gpus, elements, crossNode: cross });
+    const scatter = perf.nccl('reduce_scatter', { dtype: 'bfloat16', gpus, elements, crossNode: cross });
+    return gather + scatter;
+  }
+  return perf.allReduce({ dtype: 'bfloat16', gpus: tp, elements: T * h, crossNode: cross });
+}

@@ -1,0 +1,151 @@
+// Measured-run rows (the column layout of aiconfigurator's e2e CSVs) turned into estimate requests, and
+// the batch estimate that appends predictions to them. Used by `configure estimate --from-csv` and bench:e2e.
+import type { Backend, Dtype, ModelSpec, SystemSpec } from '../inputs/types.js';
+import type { PerfSource } from '../perf/types.js';
+import { estimateAgg, estimateDisagg, isRefusal } from './index.js';
+import type { AggConfig, DisaggConfig, EngineContext, Estimate, PoolConfig, Refusal } from './types.js';
+import { backendProfile } from './backends.js';
+
+export type Row = Record<string, string>;
+
+/** RFC 4180 CSV (quoted fields, doubled quotes, CRLF or LF) into header-keyed rows. */
+export function parseCsv(text: string): { header: string[]; rows: Row[] } {
+  const records: string[][] = [];
+  let field = '';
+  let rec: string[] = [];
+  let quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i];
+    if (quoted) {
+      if (ch === '"') {
+        if (text[i + 1] === '"') {
+          field += '"';
+          i++;
+        } else quoted = false;
+      } else field += ch;
+    } else if (ch === '"') quoted = true;
+    else if (ch === ',') {
+      rec.push(field);
+      field = '';
+    } else if (ch === '\n' || ch === '\r') {
+      if (ch === '\r' && text[i + 1] === '\n') i++;
+      rec.push(field);
+      field = '';
+      if (rec.length > 1 || rec[0] !== '') records.push(rec);
+      rec = [];
+    } else field += ch;
+  }
+  if (field !== '' || rec.length) {
+    rec.push(field);
+    records.push(rec);
+  }
+  const header = records.shift() ?? [];
+  const rows = records.map((r) => Object.fromEntries(header.map((h, i) => [h, r[i] ?? ''])));
+  return { header, rows };
+}
+
+const QUANT: Record<string, Dtype> = {
+  fp8: 'fp8', fp8_block: 'fp8_block', nvfp4: 'nvfp4', fp4: 'nvfp4', mxfp4: 'mxfp4', w4a16_mxfp4: 'mxfp4',
+  int4_wo: 'int4_wo', int8_wo: 'int8_wo', bf16: 'bfloat16', bfloat16: 'bfloat16', fp16: 'float16', float16: 'float16',
+};
+
+/** Weight formats a row asks for: gemm/moe quant modes, else precision, else the checkpoint's. */
+export function rowDtypes(row: Row, model: ModelSpec): { gemmDtype: Dtype; moeDtype: Dtype; kvDtype: Dtype } {
+  const p = QUANT[row.precision ?? ''];
+  const gemm = QUANT[row.gemm_quant_mode ?? ''] ?? p ?? model.quant.gemmDtype;
+  let moe = QUANT[row.moe_quant_mode ?? ''] ?? p ?? model.quant.moeDtype;
+  // Native mxfp4 experts (gpt-oss) stay mxfp4 whatever the dense layers use.
+  if (model.quant.moeDtype === 'mxfp4' && (moe === 'nvfp4' || !row.moe_quant_mode)) moe = 'mxfp4';
+  if (!model.moe) moe = gemm;
+  // Quantized serving recipes run an fp8 KV cache alongside fp8 / fp4 weights.
+  const kv: Dtype = gemm === 'fp8' || gemm === 'fp8_block' || gemm === 'nvfp4' || p === 'fp8' || p === 'nvfp4' ? 'fp8' : model.kvDtype;
+  return { gemmDtype: gemm, moeDtype: moe, kvDtype: kv };
+}
+
+const int = (v: string | undefined, d = 1): number => {
+  const n = Number(v);
+  return v !== undefined && v !== '' && Number.isFinite(n) && n > 0 ? Math.round(n) : d;
+};
+
+/** Clients of a row: batch_size for agg; `silicon_concurrency=` of the source for disagg when given. */
+export function rowConcurrency(row: Row): number | undefined {
+  const m = /silicon_concurrency=(\d+)/.exec(row.silicon_data_source ?? '');
+  if (m) return Number(m[1]);
+  // batch_size counts sequences per attention-dp rank.
+  if (row.mode === 'agg') return int(row.batch_size) * int(row.attention_dp_size);
+  return undefined;
+}
+
+export function rowAggConfig(row: Row, backend: Backend, version: string): AggConfig {
+  const tp = int(row.tp_size);
+  const dp = int(row.attention_dp_size);
+  // The engine ran every client of the benchmark at once when the recorded batch is below the concurrency.
+  const batch = Math.max(int(row.batch_size) * dp, rowConcurrency(row) ?? 1);
+  return {
+    tp, pp: int(row.pp_size), dp, moeTp: int(row.moe_tp_size, tp * dp), moeEp: int(row.moe_ep_size),
+    batchSize: batch, maxNumTokens: backendProfile(backend, version).maxNumTokens,
+  };
+}
+
+function pool(row: Row, side: 'prefill' | 'decode', backend: Backend, version: string): PoolConfig {
+  const tp = int(row[`${side}_tp_size`]);
+  const dp = int(row[`${side}_attention_dp_size`]);
+  const workers = int(row[`${side}_num_workers`]);
+  // Rows that leave the decode batch blank ran it at the clients' concurrency spread over the workers.
+  const conc = rowConcurrency(row) ?? 1;
+  const batch = row[`${side}_batch_size`]
+    ? int(row[`${side}_batch_size`]) * dp
+    : side === 'decode' ? Math.max(1, Math.ceil(conc / workers)) : dp;
+  const prof = backendProfile(backend, version);
+  return {
+    tp, pp: int(row[`${side}_pp_size`]), dp, moeTp: int(row[`${side}_moe_tp_size`], tp * dp), moeEp: int(row[`${side}_moe_ep_size`]),
+    batchSize: batch, workers,
+    maxNumTokens: side === 'prefill' ? Math.max(prof.maxNumTokens, Math.ceil(batch / dp) * int(row.isl)) : prof.maxNumTokens,
+  };
+}
+
+export function rowDisaggConfig(row: Row, backend: Backend, version: string): DisaggConfig {
+  return { prefill: pool(row, 'prefill', backend, version), decode: pool(row, 'decode', backend, version) };
+}
+
+export interface RowInputs {
+  model: ModelSpec;
+  system: SystemSpec;
+  backend: Backend;
+  version: string;
+  perf: PerfSource;
+}
+
+/** Estimate one row (context built by the caller from its model, system and engine). */
+export function estimateRow(row: Row, inp: RowInputs): Estimate | Refusal {
+  const dt = rowDtypes(row, inp.model);
+  const ctx: EngineContext = {
+    model: inp.model, system: inp.system, backend: inp.backend, version: inp.version, perf: inp.perf,
+    gemmDtype: dt.gemmDtype, moeDtype: dt.moeDtype, kvDtype: dt.kvDtype,
+    workload: { isl: int(row.isl), osl: int(row.osl), prefix: 0 },
+  };
+  const conc = rowConcurrency(row);
+  if (row.mode === 'disagg') return estimateDisagg(ctx, rowDisaggConfig(row, inp.backend, inp.version), { concurrency: conc });
+  return estimateAgg(ctx, rowAggConfig(row, inp.backend, inp.version), { concurrency: conc });
+}
+
+export const PREDICTED_COLUMNS = [
+  'predicted_ttft_ms', 'predicted_tpot_ms', 'predicted_tokens_per_s_per_gpu', 'predicted_request_latency_ms', 'refused_reason',
+] as const;
+
+export function predictedCells(e: Estimate | Refusal | { refused: true; reason: string }): Record<(typeof PREDICTED_COLUMNS)[number], string> {
+  if (isRefusal(e) || e.refused) {
+    return {
+      predicted_ttft_ms: '', predicted_tpot_ms: '', predicted_tokens_per_s_per_gpu: '', predicted_request_latency_ms: '',
+      refused_reason: (e as Refusal).reason,
+    };
+  }
+  const m = e.metrics;
+  return {
+    predicted_ttft_ms: m.ttftMs.toFixed(3),
+    predicted_tpot_ms: m.tpotMs.toFixed(4),
+    predicted_tokens_per_s_per_gpu: m.tokPerSPerGpu.toFixed(3),
+    predicted_request_latency_ms: m.requestLatencyMs.toFixed(3),
+    refused_reason: '',
+  };
+}

@@ -1,0 +1,52 @@
+// Layouts the engines cannot run, with the reason (Refusal constraint 'engine').
+import { backendProfile } from './backends.js';
+import type { DisaggConfig, EngineContext, ParallelLayout } from './types.js';
+
+export function gpusOf(layout: ParallelLayout): number {
+  return layout.tp * layout.pp * layout.dp;
+}
+
+function isCount(v: number): boolean {
+  return Number.isInteger(v) && v >= 1;
+}
+
+/** Why this engine cannot run the layout for the role, or null when it can. */
+export function layoutRule(ctx: EngineContext, layout: ParallelLayout, role: 'agg' | 'prefill' | 'decode'): string | null {
+  const m = ctx.model;
+  const { tp, pp, dp, moeTp, moeEp } = layout;
+  if (!(isCount(tp) && isCount(pp) && isCount(dp) && isCount(moeTp) && isCount(moeEp))) {
+    return `tp, pp, dp, moe_tp and moe_ep must be positive integers (got ${tp}, ${pp}, ${dp}, ${moeTp}, ${moeEp})`;
+  }
+  // Uneven head splits run with padded heads (measured for MLA models at tp 72); more GPUs than heads do not.
+  if (tp > m.numHeads) return `tp ${tp} exceeds the ${m.numHeads} attention heads of ${m.id}`;
+  if (pp > m.numLayers) return `pp ${pp} exceeds the ${m.numLayers} layers of ${m.id}`;
+  if (m.moe) {
+    if (moeTp * moeEp !== tp * dp) return `moe_tp x moe_ep (${moeTp}x${moeEp}) must equal tp x dp (${tp}x${dp})`;
+    if (m.moe.numExperts % moeEp !== 0) return `moe_ep ${moeEp} does not divide the ${m.moe.numExperts} experts of ${m.id}`;
+    const prof = backendProfile(ctx.backend, ctx.version);
+    if (!prof.moeDpWithMoeTp && dp > 1 && moeTp > 1) {
+      return `${ctx.backend} cannot combine attention data parallelism (dp ${dp}) with expert tensor parallelism (moe_tp ${moeTp}); use moe_ep = tp x dp`;
+    }
+  } else {
+    if (dp > 1) return `attention data parallelism (dp ${dp}) applies to MoE models only; use more replicas for ${m.id}`;
+    if (moeTp * moeEp !== 1 && moeTp * moeEp !== tp) return `moe_tp/moe_ep apply to MoE models only`;
+  }
+  if (ctx.backend === 'trtllm' && pp > 1 && dp > 1) return 'trtllm does not combine pipeline parallelism with attention data parallelism';
+  void role;
+  return null;
+}
+
+/** Why this engine cannot run the disaggregated pair, or null when it can. */
+export function disaggRule(ctx: EngineContext, config: DisaggConfig): string | null {
+  const p = layoutRule(ctx, config.prefill, 'prefill');
+  if (p) return `prefill: ${p}`;
+  const d = layoutRule(ctx, config.decode, 'decode');
+  if (d) return `decode: ${d}`;
+  const prof = backendProfile(ctx.backend, ctx.version);
+  // MLA caches one latent replicated over tp, so any tp pair can hand KV over; sharded GQA heads cannot.
+  if (prof.disaggSameTp && !ctx.model.mla && config.prefill.tp !== config.decode.tp) {
+    return `${ctx.backend} transfers KV only between workers of the same tp (prefill tp ${config.prefill.tp}, decode tp ${config.decode.tp})`;
+  }
+  if (config.prefill.workers < 1 || config.decode.workers < 1) return 'disaggregated serving needs at least one prefill and one decode worker';
+  return null;
+}

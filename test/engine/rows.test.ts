@@ -1,0 +1,34 @@
+import { describe, expect, it } from 'vitest';
+import { parseCsv, rowAggConfig, rowConcurrency, rowDisaggConfig, rowDtypes } from '../../src/engine/rows.js';
+import { findBundled } from '../../src/inputs/registry.js';
+
+describe('e2e rows', () => {
+  it('parses quoted CSV fields with commas, quotes and CRLF', () => {
+    const { header, rows } = parseCsv('a,b,c\r\n1,"x, ""y""",3\r\n4,,6\n');
+    expect(header).toEqual(['a', 'b', 'c']);
+    expect(rows).toEqual([{ a: '1', b: 'x, "y"', c: '3' }, { a: '4', b: '', c: '6' }]);
+  });
+  it('concurrency: silicon_concurrency when given, else batch_size per attention-dp rank x dp', () => {
+    expect(rowConcurrency({ mode: 'disagg', silicon_data_source: 'db; silicon_concurrency=96; x' })).toBe(96);
+    expect(rowConcurrency({ mode: 'agg', batch_size: '16', attention_dp_size: '4', silicon_data_source: '' })).toBe(64);
+    expect(rowConcurrency({ mode: 'disagg', silicon_data_source: '' })).toBeUndefined();
+  });
+  it('layouts: batch per dp rank, blank decode batch = concurrency / workers', () => {
+    const agg = rowAggConfig({ mode: 'agg', tp_size: '1', attention_dp_size: '8', moe_tp_size: '1', moe_ep_size: '8', batch_size: '32', silicon_data_source: '' }, 'trtllm', '1.2.0rc5');
+    expect(agg).toMatchObject({ tp: 1, dp: 8, moeTp: 1, moeEp: 8, batchSize: 256 });
+    const d = rowDisaggConfig({
+      mode: 'disagg', isl: '1024', silicon_data_source: 'silicon_concurrency=64',
+      prefill_tp_size: '4', prefill_moe_tp_size: '4', prefill_num_workers: '', prefill_batch_size: '',
+      decode_tp_size: '8', decode_moe_tp_size: '1', decode_moe_ep_size: '8', decode_num_workers: '2', decode_batch_size: '',
+    }, 'sglang', '0.5.9');
+    expect(d.prefill).toMatchObject({ tp: 4, workers: 1, batchSize: 1 });
+    expect(d.decode).toMatchObject({ tp: 8, moeEp: 8, workers: 2, batchSize: 32 });
+  });
+  it('weight formats from the quant columns; gpt-oss experts stay mxfp4; fp8 recipes use an fp8 KV cache', () => {
+    const llama = findBundled('meta-llama/Llama-3.1-70B')!;
+    expect(rowDtypes({ precision: 'fp8', gemm_quant_mode: 'fp8', moe_quant_mode: 'fp8' }, llama)).toEqual({ gemmDtype: 'fp8', moeDtype: 'fp8', kvDtype: 'fp8' });
+    expect(rowDtypes({ precision: '', gemm_quant_mode: '', moe_quant_mode: '' }, llama)).toEqual({ gemmDtype: 'bfloat16', moeDtype: 'bfloat16', kvDtype: 'bfloat16' });
+    const oss = findBundled('openai/gpt-oss-120b')!;
+    expect(rowDtypes({ precision: 'fp4', gemm_quant_mode: 'nvfp4', moe_quant_mode: 'nvfp4' }, oss).moeDtype).toBe('mxfp4');
+  });
+});

@@ -1,0 +1,139 @@
+import { describe, expect, it } from 'vitest';
+import { estimateAgg, estimateDisagg, isRefusal, kvTransferMs, stepCost, layerKinds } from '../../src/engine/index.js';
+import type { AggEstimate, DisaggEstimate } from '../../src/engine/types.js';
+import { agg, pool, testCtx } from './helpers.js';
+
+function ok<T>(e: T | { refused: true; reason: string }): T {
+  if (isRefusal(e)) throw new Error(`unexpected refusal: ${e.reason}`);
+  return e as T;
+}
+
+describe('step latencies', () => {
+  const ctx = testCtx('meta-llama/Llama-3.1-70B', { gemm: 'fp8' });
+  const L = { tp: 4, pp: 1, dp: 1, moeTp: 4, moeEp: 1 };
+  it('more prompt tokens take more time', () => {
+    let prev = 0;
+    for (const seq of [128, 512, 2048, 8192]) {
+      const t = stepCost(ctx, L, { pfBatch: 1, pfSeq: seq, pfPrefix: 0, dcBatch: 0, dcKv: 0 }).ms;
+      expect(t).toBeGreaterThan(prev);
+      prev = t;
+    }
+  });
+  it('decode steps grow with batch and KV length; TP adds two all-reduces per layer', () => {
+    const a = stepCost(ctx, L, { pfBatch: 0, pfSeq: 0, pfPrefix: 0, dcBatch: 8, dcKv: 2000 });
+    const b = stepCost(ctx, L, { pfBatch: 0, pfSeq: 0, pfPrefix: 0, dcBatch: 64, dcKv: 2000 });
+    const c = stepCost(ctx, L, { pfBatch: 0, pfSeq: 0, pfPrefix: 0, dcBatch: 64, dcKv: 8000 });
+    expect(b.ms).toBeGreaterThan(a.ms);
+    expect(c.ms).toBeGreaterThan(b.ms);
+    expect(a.byOp.allreduce).toBeGreaterThan(0);
+    const single = stepCost(ctx, { ...L, tp: 1, moeTp: 1 }, { pfBatch: 0, pfSeq: 0, pfPrefix: 0, dcBatch: 8, dcKv: 2000 });
+    expect(single.byOp.allreduce ?? 0).toBe(0);
+  });
+  it('a cached prefix makes the prefill cheaper', () => {
+    const full = stepCost(ctx, L, { pfBatch: 1, pfSeq: 4000, pfPrefix: 0, dcBatch: 0, dcKv: 0 }).ms;
+    const reuse = stepCost(ctx, L, { pfBatch: 1, pfSeq: 1000, pfPrefix: 3000, dcBatch: 0, dcKv: 0 }).ms;
+    expect(reuse).toBeLessThan(full);
+  });
+  it('groups heterogeneous and sliding-window layers', () => {
+    const nem = layerKinds(testCtx('nvidia/Llama-3_3-Nemotron-Super-49B-v1').model);
+    expect(nem.length).toBeGreaterThan(2);
+    expect(nem.reduce((a, k) => a + k.count, 0)).toBe(80);
+    const oss = layerKinds(testCtx('openai/gpt-oss-120b').model);
+    expect(oss.some((k) => k.window > 0) && oss.some((k) => k.window === 0)).toBe(true);
+    const ds = layerKinds(testCtx('deepseek-ai/DeepSeek-V3').model);
+    expect(ds.find((k) => k.ffn === 'dense')?.count).toBe(3);
+    expect(ds.find((k) => k.ffn === 'moe')?.count).toBe(58);
+  });
+});
+
+describe('aggregated serving', () => {
+  const ctx = testCtx('meta-llama/Llama-3.1-70B', { gemm: 'fp8', kv: 'fp8' });
+  it('more batch: higher TPOT, more throughput per GPU, fewer tokens/s per user', () => {
+    const small = ok(estimateAgg(ctx, agg(4, 8))) as AggEstimate;
+    const big = ok(estimateAgg(ctx, agg(4, 64))) as AggEstimate;
+    expect(big.metrics.tpotMs).toBeGreaterThan(small.metrics.tpotMs);
+    expect(big.metrics.tokPerSPerGpu).toBeGreaterThan(small.metrics.tokPerSPerGpu);
+    expect(big.metrics.tokPerSPerUser).toBeLessThan(small.metrics.tokPerSPerUser);
+    expect(big.metrics.gpus).toBe(4);
+    expect(big.bands.tpotMs.low).toBeLessThanOrEqual(big.metrics.tpotMs);
+    expect(big.bands.tpotMs.high).toBeGreaterThanOrEqual(big.metrics.tpotMs);
+  });
+  it('longer prompts take longer to the first token', () => {
+    const a = ok(estimateAgg(testCtx('meta-llama/Llama-3.1-8B', { workload: { isl: 1000 } }), agg(1, 16))) as AggEstimate;
+    const b = ok(estimateAgg(testCtx('meta-llama/Llama-3.1-8B', { workload: { isl: 8000 } }), agg(1, 16))) as AggEstimate;
+    expect(b.metrics.ttftMs).toBeGreaterThan(a.metrics.ttftMs);
+  });
+  it('clients beyond the batch cap queue: TTFT grows, throughput does not', () => {
+    const fit = ok(estimateAgg(ctx, agg(4, 32), { concurrency: 32 })) as AggEstimate;
+    const over = ok(estimateAgg(ctx, agg(4, 32), { concurrency: 128 })) as AggEstimate;
+    expect(over.metrics.ttftMs).toBeGreaterThan(fit.metrics.ttftMs * 2);
+    // Queued clients keep every slot busy (a little more throughput), but 4x clients cannot give 4x output.
+    expect(over.metrics.tokPerSPerGpu).toBeLessThan(fit.metrics.tokPerSPerGpu * 1.1);
+  });
+  it('replicas multiply throughput and GPUs', () => {
+    const one = ok(estimateAgg(ctx, agg(2, 16))) as AggEstimate;
+    const three = ok(estimateAgg(ctx, agg(2, 16), { replicas: 3 })) as AggEstimate;
+    expect(three.metrics.gpus).toBe(6);
+    expect(three.metrics.concurrency).toBe(48);
+    expect(three.metrics.outputTokPerS).toBeCloseTo(3 * one.metrics.outputTokPerS, 6);
+  });
+  it('breakdown lists op types of both phases', () => {
+    const e = ok(estimateAgg(ctx, agg(4, 16), { breakdown: true })) as AggEstimate;
+    expect(Object.keys(e.breakdown!.prefill)).toContain('attention_prefill');
+    expect(Object.keys(e.breakdown!.decode)).toContain('attention_decode');
+  });
+  it('MoE and MLA models run', () => {
+    const ds = ok(estimateAgg(testCtx('deepseek-ai/DeepSeek-V3', { kv: 'fp8' }), { tp: 8, pp: 1, dp: 1, moeTp: 1, moeEp: 8, batchSize: 64, maxNumTokens: 8192 })) as AggEstimate;
+    expect(ds.metrics.tpotMs).toBeGreaterThan(0);
+    const oss = ok(estimateAgg(testCtx('openai/gpt-oss-120b'), agg(1, 64))) as AggEstimate;
+    expect(oss.metrics.tokPerSPerGpu).toBeGreaterThan(0);
+  });
+});
+
+describe('refusals', () => {
+  it('vLLM cannot combine attention DP with expert TP', () => {
+    const r = estimateAgg(testCtx('Qwen/Qwen3-30B-A3B'), { tp: 1, pp: 1, dp: 4, moeTp: 4, moeEp: 1, batchSize: 16, maxNumTokens: 8192 });
+    expect(isRefusal(r) && r.constraint === 'engine').toBe(true);
+  });
+  it('the same layout runs on TRT-LLM', () => {
+    const r = estimateAgg(testCtx('Qwen/Qwen3-30B-A3B', { backend: 'trtllm', version: '1.2.0rc5' }), { tp: 1, pp: 1, dp: 4, moeTp: 4, moeEp: 1, batchSize: 16, maxNumTokens: 8192 });
+    expect(isRefusal(r)).toBe(false);
+  });
+  it('moe_tp x moe_ep must cover tp x dp', () => {
+    const r = estimateAgg(testCtx('Qwen/Qwen3-30B-A3B'), { tp: 4, pp: 1, dp: 1, moeTp: 1, moeEp: 2, batchSize: 16, maxNumTokens: 8192 });
+    expect(isRefusal(r) && /moe_tp x moe_ep/.test(r.reason)).toBe(true);
+  });
+  it('SGLang disagg needs the same TP on both sides for GQA models', () => {
+    const ctx = testCtx('Qwen/Qwen3-32B', { backend: 'sglang', version: '0.5.6.post2' });
+    const r = estimateDisagg(ctx, { prefill: pool(2, 1, 1), decode: pool(4, 32, 1) });
+    expect(isRefusal(r) && r.constraint === 'engine').toBe(true);
+    expect(isRefusal(estimateDisagg(ctx, { prefill: pool(4, 1, 1), decode: pool(4, 32, 1) }))).toBe(false);
+  });
+  it('a layout whose weights do not fit is refused for memory', () => {
+    const r = estimateAgg(testCtx('meta-llama/Llama-3.1-405B', { system: 'h100_sxm' }), agg(2, 8));
+    expect(isRefusal(r) && r.constraint === 'memory').toBe(true);
+  });
+});
+
+describe('disaggregated serving', () => {
+  const ctx = testCtx('meta-llama/Llama-3.1-70B', { gemm: 'fp8', kv: 'fp8', workload: { isl: 8000, osl: 500 } });
+  it('prices the KV transfer: longer prompts and cross-node hops cost more', () => {
+    const near = kvTransferMs(ctx, { prefill: pool(2, 1, 1), decode: pool(4, 32, 1) });
+    const far = kvTransferMs(ctx, { prefill: pool(2, 1, 2), decode: pool(4, 32, 2) }); // 12 GPUs: beyond one node
+    const short = kvTransferMs({ ...ctx, workload: { isl: 1000, osl: 500, prefix: 0 } }, { prefill: pool(2, 1, 1), decode: pool(4, 32, 1) });
+    expect(near).toBeGreaterThan(0);
+    expect(far).toBeGreaterThan(near);
+    expect(short).toBeLessThan(near);
+    const e = ok(estimateDisagg(ctx, { prefill: pool(2, 1, 1), decode: pool(4, 32, 1) })) as DisaggEstimate;
+    expect(e.kvTransferMs).toBeCloseTo(near, 9);
+    expect(e.metrics.ttftMs).toBeGreaterThan(near);
+    expect(e.metrics.gpus).toBe(6);
+  });
+  it('throughput is bounded by the slower pool', () => {
+    const one = ok(estimateDisagg(ctx, { prefill: pool(2, 1, 1), decode: pool(4, 128, 1) }, { concurrency: 128 })) as DisaggEstimate;
+    const two = ok(estimateDisagg(ctx, { prefill: pool(2, 1, 2), decode: pool(4, 128, 1) }, { concurrency: 128 })) as DisaggEstimate;
+    // A second prefill worker relieves a prefill-bound pair: more output per second, shorter TTFT.
+    expect(two.metrics.outputTokPerS).toBeGreaterThan(one.metrics.outputTokPerS);
+    expect(two.metrics.ttftMs).toBeLessThan(one.metrics.ttftMs);
+  });
+});
