@@ -1,24 +1,32 @@
 #!/usr/bin/env node
 // Entry point: thin commander wiring. Each command lives in ./commands/<name>.ts and registers itself.
+// Only the module of the command being run is imported, so start-up stays fast; help imports them all.
 import { Command, CommanderError } from 'commander';
 import { createRequire } from 'node:module';
 import { normalizeArgv } from './common.js';
-import { ExitCode } from '../util/errors.js';
-import { registerModels } from './commands/models.js';
-import { registerSystems } from './commands/systems.js';
-import { registerDefault } from './commands/default.js';
-import { registerEstimate } from './commands/estimate.js';
-import { registerRecommend } from './commands/recommend.js';
-import { registerExp } from './commands/exp.js';
-import { registerGenerate } from './commands/generate.js';
-import { registerSupport } from './commands/support.js';
-import { registerValidate } from './commands/validate.js';
-import { registerCalibrate } from './commands/calibrate.js';
-import { registerPerf } from './commands/perf.js';
+import { ExitCode, InferplanError } from '../util/errors.js';
+
+type Register = (program: Command) => void;
+
+/** Command name -> loader of its register function, in the order `--help` lists them. */
+const COMMANDS: Record<string, () => Promise<Register>> = {
+  default: async () => (await import('./commands/default.js')).registerDefault,
+  estimate: async () => (await import('./commands/estimate.js')).registerEstimate,
+  recommend: async () => (await import('./commands/recommend.js')).registerRecommend,
+  exp: async () => (await import('./commands/exp.js')).registerExp,
+  generate: async () => (await import('./commands/generate.js')).registerGenerate,
+  support: async () => (await import('./commands/support.js')).registerSupport,
+  validate: async () => (await import('./commands/validate.js')).registerValidate,
+  calibrate: async () => (await import('./commands/calibrate.js')).registerCalibrate,
+  perf: async () => (await import('./commands/perf.js')).registerPerf,
+  models: async () => (await import('./commands/models.js')).registerModels,
+  systems: async () => (await import('./commands/systems.js')).registerSystems,
+};
 
 const pkg = createRequire(import.meta.url)('../../package.json') as { version: string };
 
-export function buildProgram(): Command {
+/** Build the program with the named commands (all of them when `only` is undefined). */
+export async function buildProgram(only?: string): Promise<Command> {
   const program = new Command('configure')
     .description('inferplan: plan LLM serving deployments (vLLM, SGLang, TensorRT-LLM; aggregated and disaggregated) offline')
     .version(pkg.version, '-V, --version')
@@ -28,30 +36,19 @@ export function buildProgram(): Command {
     writeErr: (s) => process.stderr.write(s),
     outputError: (s, write) => write(s.startsWith('error:') ? `configure: ${s}` : s),
   });
-  for (const register of [
-    registerDefault,
-    registerEstimate,
-    registerRecommend,
-    registerExp,
-    registerGenerate,
-    registerSupport,
-    registerValidate,
-    registerCalibrate,
-    registerPerf,
-    registerModels,
-    registerSystems,
-  ]) {
-    register(program);
-  }
+  const names = only !== undefined && only in COMMANDS ? [only] : Object.keys(COMMANDS);
+  const registers = await Promise.all(names.map((n) => COMMANDS[n]()));
+  for (const register of registers) register(program);
   // Usage errors in subcommands exit 2 too.
   for (const cmd of program.commands) cmd.exitOverride();
   return program;
 }
 
 async function main(): Promise<void> {
-  const program = buildProgram();
+  const args = normalizeArgv(process.argv.slice(2));
   try {
-    await program.parseAsync(normalizeArgv(process.argv.slice(2)), { from: 'user' });
+    const program = await buildProgram(args[0]);
+    await program.parseAsync(args, { from: 'user' });
   } catch (err) {
     if (err instanceof CommanderError) {
       // --help and --version are not errors.
@@ -60,7 +57,6 @@ async function main(): Promise<void> {
       return;
     }
     // Errors thrown by option parsers (InputError) arrive here.
-    const { InferplanError } = await import('../util/errors.js');
     const msg = err instanceof Error ? err.message.split('\n')[0] : String(err);
     process.stderr.write(`configure: error: ${msg}\n`);
     process.exitCode = err instanceof InferplanError ? err.exitCode : ExitCode.internal;
