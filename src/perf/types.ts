@@ -86,6 +86,8 @@ export interface PerfSourceInfo {
   /** Human text shown in reports, e.g. "calibrated on vllm 0.14.0". */
   calibratedOn: string;
   dir?: string;
+  /** Ops this source has no table for, answered by its fallback (our synthesized tables or the roofline). */
+  fallbackOps?: string[];
 }
 
 export interface PerfSource {

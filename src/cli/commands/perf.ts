@@ -1,15 +1,60 @@
-// Placeholder until the 'perf' command lands.
+// `configure perf`: the performance tables. `perf tables` lists them; `perf query` answers op latencies
+// for JSON lines on stdin; `perf compare` (registered from perf-compare.ts) diffs two table directories.
 import type { Command } from 'commander';
-import { runAction } from '../common.js';
-import { InferplanError } from '../../util/errors.js';
+import Table from 'cli-table3';
+import { printJson, runAction } from '../common.js';
+import { listPerfTables } from '../../perf/index.js';
+import { answerLines } from '../../perf/query.js';
+import { registerPerfCompare } from './perf-compare.js';
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of process.stdin) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
 
 export function registerPerf(program: Command): void {
-  program
-    .command('perf')
-    .description('(not yet available)')
+  const perf = program.command('perf').description('performance tables: list them, query op latencies, compare two table sets');
+
+  perf
+    .command('tables')
+    .description('list the bundled table directories (system, backend, version) and how each was made')
     .option('--json', 'machine-readable output')
-    .allowUnknownOption()
-    .action(async (opts) => runAction(opts, () => {
-      throw new InferplanError('the perf command is not available yet', 1);
-    }));
+    .action(async (opts: { json?: boolean }) =>
+      runAction(opts, () => {
+        const rows = listPerfTables();
+        if (opts.json) {
+          printJson(rows.map((t) => ({ system: t.system, backend: t.backend, version: t.version, dir: t.dir, meta: t.meta })));
+          return;
+        }
+        const table = new Table({ head: ['system', 'backend', 'version', 'kind', 'calibrated on', 'tables'] });
+        for (const t of rows)
+          table.push([t.system, t.backend, t.version, t.meta.kind, String(t.meta.calibrated_on ?? '-'), t.meta.tables_from ? `same as ${t.meta.tables_from}` : 'own']);
+        process.stdout.write(table.toString() + '\n');
+        process.stdout.write(`${rows.length} table directories\n`);
+      }),
+    );
+
+  perf
+    .command('query')
+    .description('read JSON lines on stdin ({"system","backend","version","op",...}) and write each with latency_ms (or error)')
+    .option('--system <name>', 'default system for lines without one')
+    .option('--backend <name>', 'default backend for lines without one')
+    .option('--backend-version <version>', 'default engine version for lines without one')
+    .option('--perf-data <dir>', 'default table source: a directory in our format or an aiconfigurator data directory')
+    .option('--json', 'accepted for symmetry; output is always JSON lines')
+    .action(async (opts: { system?: string; backend?: string; backendVersion?: string; perfData?: string; json?: boolean }) =>
+      runAction({}, async () => {
+        const text = await readStdin();
+        const out = await answerLines(text.split('\n'), {
+          ...(opts.system ? { system: opts.system } : {}),
+          ...(opts.backend ? { backend: opts.backend } : {}),
+          ...(opts.backendVersion ? { version: opts.backendVersion } : {}),
+          ...(opts.perfData ? { perfData: opts.perfData } : {}),
+        });
+        if (out.length) process.stdout.write(out.join('\n') + '\n');
+      }),
+    );
+
+  registerPerfCompare(perf);
 }

@@ -1,0 +1,139 @@
+// Kernel accuracy: our tables (through the same lookup the engine uses) against every row of the reference
+// kernel tables. Prints, per system, backend, version, op and dtype: rows, median and p90 absolute % error,
+// and bias (median signed % error; + means we predict slower).
+// Usage: npm run bench:kernels [-- --system h200_sxm] [-- --op gemm] [-- --ref DIR] [-- --json]
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { loadSystem } from '../src/inputs/systems.js';
+import type { Backend, Dtype } from '../src/inputs/types.js';
+import { projectRoot } from '../src/util/paths.js';
+import { loadPerfSource, tableDir } from '../src/perf/index.js';
+import { listRefTables, readRefTable, REF_FILE_OP } from '../src/perf/reference.js';
+import { DEEPSEEK_MLA } from '../src/perf/build.js';
+import type { PerfSource, Collective } from '../src/perf/types.js';
+import type { Row } from '../src/perf/tables.js';
+
+const args = process.argv.slice(2);
+const argOf = (name: string): string | undefined => {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : undefined;
+};
+const refRoot = argOf('--ref') ?? join(projectRoot(), '..', 'shared', 'reference', 'aic-silicon', 'kernels');
+const onlySystem = argOf('--system');
+const onlyOp = argOf('--op');
+const json = args.includes('--json');
+if (!existsSync(refRoot)) {
+  console.error(`reference kernel tables not found at ${refRoot}; nothing to compare`);
+  process.exit(0);
+}
+
+function predict(src: PerfSource, op: string, r: Row): number {
+  const n = (c: string): number => r[c] as number;
+  const s = (c: string): string => r[c] as string;
+  switch (op) {
+    case 'gemm': return src.gemm({ dtype: s('dtype') as Dtype, m: n('m'), n: n('n'), k: n('k') });
+    case 'context_attention':
+      return src.contextAttention({ batch: n('batch'), seq: n('seq'), prefix: 0, heads: n('heads'), kvHeads: n('kv_heads'), headDim: n('head_dim'), dtype: s('dtype') as Dtype, kvDtype: s('kv_dtype') as Dtype, window: n('window') });
+    case 'generation_attention':
+      return src.generationAttention({ batch: n('batch'), kvLen: n('kv_len'), heads: n('heads'), kvHeads: n('kv_heads'), headDim: n('head_dim'), kvDtype: s('kv_dtype') as Dtype, window: n('window') });
+    case 'allreduce': return src.allReduce({ dtype: 'bfloat16', gpus: n('gpus'), elements: n('elements') });
+    case 'nccl': return src.nccl(s('collective') as Collective, { dtype: (s('dtype') === 'int8' ? 'fp8' : 'bfloat16') as Dtype, gpus: n('gpus'), elements: n('elements') });
+    case 'moe': return src.moe({ dtype: s('dtype') as Dtype, tokens: n('tokens'), hidden: n('hidden'), inter: n('inter'), topk: n('topk'), experts: n('experts'), moeTp: n('moe_tp'), moeEp: n('moe_ep') });
+    case 'mla':
+      return src.mla({ phase: s('phase') as 'context' | 'generation', batch: n('batch'), seq: n('seq'), heads: n('heads'), kvLoraRank: DEEPSEEK_MLA.kv_lora_rank,
+        qkRopeHeadDim: DEEPSEEK_MLA.qk_rope_head_dim, qkNopeHeadDim: DEEPSEEK_MLA.qk_nope_head_dim, vHeadDim: DEEPSEEK_MLA.v_head_dim, qLoraRank: DEEPSEEK_MLA.q_lora_rank,
+        hidden: DEEPSEEK_MLA.hidden, dtype: s('dtype') as Dtype, kvDtype: s('kv_dtype') as Dtype });
+    default: return NaN;
+  }
+}
+
+function labelOf(op: string, r: Row): string {
+  switch (op) {
+    case 'context_attention': return `${r.dtype}/${r.kv_dtype}`;
+    case 'generation_attention': return `kv ${r.kv_dtype}`;
+    case 'nccl': return `${r.collective} ${r.dtype}`;
+    case 'moe': return `${r.dtype} ${r.distribution}`;
+    case 'mla': return `${r.phase} ${r.dtype}/${r.kv_dtype}`;
+    default: return String(r.dtype ?? '');
+  }
+}
+
+function quantile(sorted: number[], q: number): number {
+  if (sorted.length === 0) return NaN;
+  const pos = (sorted.length - 1) * q;
+  const lo = Math.floor(pos);
+  const hi = Math.ceil(pos);
+  return sorted[lo]! + (sorted[hi]! - sorted[lo]!) * (pos - lo);
+}
+
+interface Stat { system: string; backend: string; version: string; op: string; dtype: string; rows: number; medianAbsPct: number; p90AbsPct: number; biasPct: number }
+const stats: Stat[] = [];
+/** All absolute errors per op, for the pooled summary. */
+const pooled = new Map<string, number[]>();
+const tables = listRefTables(refRoot).filter((t) => REF_FILE_OP[t.file] && REF_FILE_OP[t.file] !== 'elementwise');
+for (const t of tables) {
+  const op = REF_FILE_OP[t.file]!;
+  if (onlyOp && op !== onlyOp) continue;
+  const sys = loadSystem(t.system);
+  if (onlySystem && sys.name !== onlySystem) continue;
+  // NCCL data is system-wide: answer it through the system's default TRT-LLM tables.
+  let backend = t.framework as Backend;
+  let version = t.version;
+  if (t.framework === 'nccl') {
+    backend = (['trtllm', 'vllm', 'sglang'] as Backend[]).find((b) => sys.backends[b])!;
+    version = sys.backends[backend]!.default;
+  }
+  if (!tableDir(sys.name, backend, version)) {
+    console.error(`skip ${t.system} ${t.framework} ${t.version} ${t.file}: no tables for that version`);
+    continue;
+  }
+  const src = await loadPerfSource({ system: sys, backend, version });
+  const got = await readRefTable(t);
+  if (!got) continue;
+  const errs = new Map<string, number[]>();
+  for (const r of got.rows) {
+    const p = predict(src, op, r);
+    if (!Number.isFinite(p)) continue;
+    const e = ((p - (r.latency_ms as number)) / (r.latency_ms as number)) * 100;
+    const k = labelOf(op, r);
+    const l = errs.get(k) ?? [];
+    l.push(e);
+    errs.set(k, l);
+    const pk = t.file.includes('mla_') ? 'mla_module' : op === 'moe' ? `moe (${String(r.distribution)})` : op;
+    const pl = pooled.get(pk) ?? [];
+    pl.push(Math.abs(e));
+    pooled.set(pk, pl);
+  }
+  for (const k of [...errs.keys()].sort()) {
+    const e = errs.get(k)!;
+    const abs = e.map(Math.abs).sort((a, b) => a - b);
+    const signed = [...e].sort((a, b) => a - b);
+    stats.push({ system: sys.name, backend: t.framework, version: t.version, op: t.file.includes('mla_') ? 'mla_module' : op, dtype: k, rows: e.length,
+      medianAbsPct: quantile(abs, 0.5), p90AbsPct: quantile(abs, 0.9), biasPct: quantile(signed, 0.5) });
+  }
+}
+const summary = [...pooled.keys()].sort().map((op) => {
+  const a = pooled.get(op)!.sort((x, y) => x - y);
+  const slices = stats.filter((s) => (op.startsWith('moe (') ? s.op === 'moe' && s.dtype.endsWith(op.slice(5, -1)) : s.op === op));
+  const met = slices.filter((s) => s.medianAbsPct <= 10 && s.p90AbsPct <= 25).length;
+  return { op, rows: a.length, medianAbsPct: quantile(a, 0.5), p90AbsPct: quantile(a, 0.9), slices: slices.length, slicesMet: met };
+});
+if (json) {
+  process.stdout.write(JSON.stringify({ slices: stats, summary }, null, 2) + '\n');
+} else {
+  const f = (x: number): string => x.toFixed(1).padStart(6);
+  console.log('system     backend version      op                    dtype                         rows  med%   p90%  bias%  target');
+  for (const s of stats) {
+    const targeted = ['gemm', 'context_attention', 'generation_attention', 'allreduce', 'moe'].includes(s.op);
+    const ok = s.medianAbsPct <= 10 && s.p90AbsPct <= 25;
+    console.log(`${s.system.padEnd(10)} ${s.backend.padEnd(7)} ${s.version.padEnd(12)} ${s.op.padEnd(21)} ${s.dtype.padEnd(28)} ${String(s.rows).padStart(6)} ${f(s.medianAbsPct)} ${f(s.p90AbsPct)} ${f(s.biasPct)}  ${targeted ? (ok ? 'met' : 'MISSED') : '-'}`);
+  }
+  const targeted = stats.filter((s) => ['gemm', 'context_attention', 'generation_attention', 'allreduce', 'moe'].includes(s.op));
+  const met = targeted.filter((s) => s.medianAbsPct <= 10 && s.p90AbsPct <= 25);
+  const rowsAll = targeted.reduce((a, s) => a + s.rows, 0);
+  const rowsMet = met.reduce((a, s) => a + s.rows, 0);
+  console.log(`\ntarget (median <= 10%, p90 <= 25%) met by ${met.length} of ${targeted.length} targeted slices (${rowsMet} of ${rowsAll} rows)`);
+  console.log('\nall rows pooled, by op:');
+  console.log('op                                 rows   med%   p90%  slices meeting the target');
+  for (const s of summary) console.log(`${s.op.padEnd(30)} ${String(s.rows).padStart(9)} ${f(s.medianAbsPct)} ${f(s.p90AbsPct)}  ${s.slicesMet}/${s.slices}`);
+}

@@ -1,0 +1,97 @@
+// Fit the op-model coefficients of every system against the reference kernel tables and write
+// data/calibration/<system>.json. Usage: npm run perf:fit [-- --ref DIR] [-- --system h200_sxm]
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { loadSystem } from '../src/inputs/systems.js';
+import { projectRoot, dataPath } from '../src/util/paths.js';
+import { FEATURES, type ModelOp, type OpModel } from '../src/perf/model.js';
+import { DEFAULT_FIT, fitGroup } from '../src/perf/fit.js';
+import { listRefTables, readRefTable, REF_FILE_OP, type RefTable } from '../src/perf/reference.js';
+import { OP_SPECS, type Row } from '../src/perf/tables.js';
+import { peaksOf, type Peaks } from '../src/perf/sol.js';
+import { serializeCalibration, type SystemCalibration } from '../src/perf/calibration.js';
+import { DEEPSEEK_MLA } from '../src/perf/build.js';
+import { pickMoeDistribution } from '../src/perf/aic.js';
+
+const args = process.argv.slice(2);
+const argOf = (name: string): string | undefined => {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : undefined;
+};
+const refRoot = argOf('--ref') ?? join(projectRoot(), '..', 'shared', 'reference', 'aic-silicon', 'kernels');
+const only = argOf('--system');
+
+/** Complete a reference row into a full row of our op (MLA module rows are DeepSeek-V3 shapes). */
+function complete(op: ModelOp, r: Row): Row {
+  if (op === 'mla') return { ...DEEPSEEK_MLA, ...r };
+  return r;
+}
+
+function fitOp(op: ModelOp, peaks: Peaks, rows: Row[]): OpModel {
+  const def = FEATURES[op];
+  const spec = OP_SPECS[op];
+  const byGroup = new Map<string, { xs: number[][]; ys: number[] }>();
+  for (const r0 of rows) {
+    const r = complete(op, r0);
+    const solMs = spec.sol(peaks, r);
+    if (!(solMs > 0)) continue;
+    const g = def.group(r);
+    let e = byGroup.get(g);
+    if (!e) byGroup.set(g, (e = { xs: [], ys: [] }));
+    e.xs.push(def.features(r));
+    e.ys.push(Math.log((r.latency_ms as number) / solMs));
+  }
+  const groups: OpModel['groups'] = {};
+  for (const g of [...byGroup.keys()].sort()) {
+    const e = byGroup.get(g)!;
+    if (e.xs.length < 8) continue;
+    groups[g] = fitGroup(def, e.xs, e.ys);
+  }
+  return { features: def.names, lo: def.lo, hi: def.hi, scale: DEFAULT_FIT.scale, groups };
+}
+
+const tables = listRefTables(refRoot);
+if (tables.length === 0) {
+  console.error(`no reference tables under ${refRoot}`);
+  process.exit(2);
+}
+const systems = [...new Set(tables.map((t) => t.system))].sort();
+mkdirSync(dataPath('calibration'), { recursive: true });
+for (const refSystem of systems) {
+  const sys = loadSystem(refSystem);
+  if (only && sys.name !== only) continue;
+  const peaks = peaksOf(sys);
+  const cal: SystemCalibration = { system: sys.name, generator: 'npm run perf:fit', sources: {} };
+  const mine = tables.filter((t) => t.system === refSystem);
+  // Gather rows per (source, op); a source may hold several files for one op (MLA context + generation).
+  const bySource = new Map<string, Map<ModelOp, RefTable[]>>();
+  for (const t of mine) {
+    const src = t.framework === 'nccl' ? `nccl/${t.version}` : `${t.framework}/${t.version}`;
+    let m = bySource.get(src);
+    if (!m) bySource.set(src, (m = new Map()));
+    const op = REF_FILE_OP[t.file];
+    if (!op || op === 'elementwise') continue;
+    const l = m.get(op) ?? [];
+    l.push(t);
+    m.set(op, l);
+  }
+  for (const src of [...bySource.keys()].sort()) {
+    const ops = bySource.get(src)!;
+    for (const op of [...ops.keys()].sort()) {
+      const rows: Row[] = [];
+      for (const t of ops.get(op)!) {
+        const got = await readRefTable(t);
+        if (got) for (const r of got.rows) rows.push(r);
+      }
+      const t0 = Date.now();
+      // MoE: the tables represent the realistic skewed routing (power_law_1.01) when it was measured.
+      const model = fitOp(op, peaks, op === 'moe' ? pickMoeDistribution(rows) : rows);
+      console.error(`${sys.name} ${src} ${op}: ${rows.length} rows, ${Object.keys(model.groups).length} groups, ${Date.now() - t0} ms`);
+      if (src.startsWith('nccl/')) cal.nccl = { version: src.slice(5), model };
+      else (cal.sources[src] ??= {})[op] = model;
+    }
+  }
+  const text = serializeCalibration(cal);
+  writeFileSync(dataPath('calibration', `${sys.name}.json`), text);
+  console.log(`wrote data/calibration/${sys.name}.json (${(text.length / 1024).toFixed(0)} KB)`);
+}

@@ -1,0 +1,70 @@
+// An aiconfigurator kernel-data directory (one system: <family>/<framework>/<version>/*.parquet) turned into
+// our grids. Rows keep their measured latency; the MoE distribution used is power_law_1.01 when present.
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import type { Backend, SystemSpec } from '../inputs/types.js';
+import { versionKey } from './calibration.js';
+import { DEEPSEEK_MLA } from './build.js';
+import { OpTable } from './grid.js';
+import { readRefTable, type RefTable } from './reference.js';
+import { peaksOf } from './sol.js';
+import { OP_SPECS, type OpName, type Row } from './tables.js';
+
+const sub = (d: string): string[] => (existsSync(d) ? readdirSync(d).filter((x) => statSync(join(d, x)).isDirectory()).sort() : []);
+
+/** The version folder to use for a backend: the asked one, else the nearest by version number. */
+function pickVersion(versions: string[], want: string): string | undefined {
+  if (versions.includes(want)) return want;
+  const w = versionKey(want);
+  let best: string | undefined;
+  let bestD = Infinity;
+  for (const v of versions) {
+    const k = versionKey(v);
+    const d = k.reduce((acc, x, i) => acc * 1000 + Math.abs(x - w[i]!), 0);
+    if (d < bestD) { bestD = d; best = v; }
+  }
+  return best;
+}
+
+/** MoE rows: one routing distribution (power_law_1.01 if measured, else balanced, else whatever exists). */
+export function pickMoeDistribution(rows: Row[]): Row[] {
+  const have = new Set(rows.map((r) => r.distribution));
+  const want = have.has('power_law_1.01') ? 'power_law_1.01' : have.has('balanced') ? 'balanced' : [...have].sort()[0];
+  return rows.filter((r) => r.distribution === want);
+}
+
+export async function loadAicTables(sysDir: string, system: SystemSpec, backend: Backend, version: string): Promise<{ version: string; tables: Map<OpName, OpTable> }> {
+  const peaks = peaksOf(system);
+  const tables = new Map<OpName, OpTable>();
+  const gemmVersions = sub(join(sysDir, 'gemm', backend));
+  const chosen = pickVersion(gemmVersions.length ? gemmVersions : sub(join(sysDir, 'attention', backend)), version) ?? version;
+  const rowsByOp = new Map<OpName, Row[]>();
+  for (const family of sub(sysDir)) {
+    const fwDir = family === 'comm' ? null : join(sysDir, family, backend);
+    const dirs: { framework: string; version: string; dir: string }[] = [];
+    if (fwDir) {
+      const v = pickVersion(sub(fwDir), chosen);
+      if (v) dirs.push({ framework: backend, version: v, dir: join(fwDir, v) });
+    } else {
+      const c = join(sysDir, 'comm');
+      const bv = pickVersion(sub(join(c, backend)), chosen);
+      if (bv) dirs.push({ framework: backend, version: bv, dir: join(c, backend, bv) });
+      const nv = sub(join(c, 'nccl')).pop();
+      if (nv) dirs.push({ framework: 'nccl', version: nv, dir: join(c, 'nccl', nv) });
+    }
+    for (const d of dirs)
+      for (const file of readdirSync(d.dir).filter((f) => f.endsWith('.parquet')).sort()) {
+        const t: RefTable = { system: basename(sysDir), family, framework: d.framework, version: d.version, file, path: join(d.dir, file) };
+        const got = await readRefTable(t);
+        if (!got) continue;
+        const l = rowsByOp.get(got.op) ?? [];
+        for (const r of got.rows) l.push(got.op === 'mla' ? { ...DEEPSEEK_MLA, ...r } : r);
+        rowsByOp.set(got.op, l);
+      }
+  }
+  for (const [op, rows0] of rowsByOp) {
+    const rows = op === 'moe' ? pickMoeDistribution(rows0) : rows0;
+    if (rows.length) tables.set(op, OpTable.fromRows(OP_SPECS[op], peaks, rows));
+  }
+  return { version: chosen, tables };
+}

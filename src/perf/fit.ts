@@ -1,0 +1,130 @@
+// Least-squares fit of the op model's correction surfaces (ln latency - ln SOL) with a smoothness penalty,
+// solved by conjugate gradients on the normal equations. Deterministic: fixed order, fixed iteration count.
+import { latticePos, pairsOf, type FeatureDef, type GroupModel } from './model.js';
+
+export interface FitOptions {
+  /** Weight of the first-difference smoothness penalty (relative to the mean squared residual). */
+  smooth: number;
+  /** Ridge weight pulling unseen nodes toward zero. */
+  ridge: number;
+  iterations: number;
+  /** Integer unit of the stored coefficients (ln latency). */
+  scale: number;
+  /** Reweighting passes toward a least-absolute-error fit (0 = plain least squares). */
+  irls?: number;
+}
+
+export const DEFAULT_FIT: FitOptions = { smooth: 3e-4, ridge: 1e-7, iterations: 300, scale: 0.002, irls: 2 };
+
+/** Fit one group: `xs` are feature vectors, `ys` the targets ln(latency / SOL). */
+export function fitGroup(def: FeatureDef, xs: number[][], ys: number[], opt: FitOptions = DEFAULT_FIT): GroupModel {
+  const d = def.lo.length;
+  const pairs = pairsOf(d);
+  const dims = pairs.map(([i, j]) => [def.hi[i]! - def.lo[i]! + 1, d === 1 ? 1 : def.hi[j]! - def.lo[j]! + 1] as [number, number]);
+  const offs: number[] = [];
+  let nUnk = 0;
+  for (const [a, b] of dims) { offs.push(nUnk); nUnk += a * b; }
+  const N = xs.length;
+  const per = d === 1 ? 2 : 4 * pairs.length;
+  const idx = new Int32Array(N * per);
+  const wts = new Float64Array(N * per);
+  for (let r = 0; r < N; r++) {
+    const x = xs[r]!;
+    let c = r * per;
+    for (let p = 0; p < pairs.length; p++) {
+      const [i, j] = pairs[p]!;
+      const [ni, nj] = dims[p]!;
+      const [ai, wi] = latticePos(x[i]!, def.lo[i]!, def.hi[i]!);
+      const ai1 = Math.min(ai + 1, ni - 1);
+      if (d === 1) {
+        idx[c] = offs[p]! + ai; wts[c++] = 1 - wi;
+        idx[c] = offs[p]! + ai1; wts[c++] = wi;
+        continue;
+      }
+      const [aj, wj] = latticePos(x[j]!, def.lo[j]!, def.hi[j]!);
+      const aj1 = Math.min(aj + 1, nj - 1);
+      const o = offs[p]!;
+      idx[c] = o + ai * nj + aj; wts[c++] = (1 - wi) * (1 - wj);
+      idx[c] = o + ai1 * nj + aj; wts[c++] = wi * (1 - wj);
+      idx[c] = o + ai * nj + aj1; wts[c++] = (1 - wi) * wj;
+      idx[c] = o + ai1 * nj + aj1; wts[c++] = wi * wj;
+    }
+  }
+  // Neighbour pairs for the smoothness penalty.
+  const edges: number[] = [];
+  for (let p = 0; p < pairs.length; p++) {
+    const [ni, nj] = dims[p]!;
+    const o = offs[p]!;
+    for (let a = 0; a < ni; a++)
+      for (let b = 0; b < nj; b++) {
+        if (a + 1 < ni) edges.push(o + a * nj + b, o + (a + 1) * nj + b);
+        if (b + 1 < nj) edges.push(o + a * nj + b, o + a * nj + b + 1);
+      }
+  }
+  // Row weights: 1 for least squares; IRLS passes set 1/|residual| (normalized) to fit the median.
+  const rowW = new Float64Array(N).fill(1);
+  let invN = 1 / Math.max(N, 1);
+  const apply = (v: Float64Array, out: Float64Array): void => {
+    out.fill(0);
+    for (let r = 0; r < N; r++) {
+      let s = 0;
+      const base = r * per;
+      for (let c = base; c < base + per; c++) s += wts[c]! * v[idx[c]!]!;
+      s *= invN * rowW[r]!;
+      for (let c = base; c < base + per; c++) out[idx[c]!]! += wts[c]! * s;
+    }
+    for (let e = 0; e < edges.length; e += 2) {
+      const a = edges[e]!, b = edges[e + 1]!;
+      const diff = opt.smooth * (v[a]! - v[b]!);
+      out[a]! += diff;
+      out[b]! -= diff;
+    }
+    for (let u = 0; u < nUnk; u++) out[u]! += opt.ridge * v[u]!;
+  };
+  const x = new Float64Array(nUnk);
+  const Ad = new Float64Array(nUnk);
+  const solve = (iterations: number): void => {
+    const rhs = new Float64Array(nUnk);
+    for (let r = 0; r < N; r++) {
+      const base = r * per;
+      for (let c = base; c < base + per; c++) rhs[idx[c]!]! += wts[c]! * ys[r]! * invN * rowW[r]!;
+    }
+    // Conjugate gradients, warm-started from the current solution.
+    apply(x, Ad);
+    const res = Float64Array.from(rhs, (v, u) => v - Ad[u]!);
+    const dir = Float64Array.from(res);
+    let rr = dot(res, res);
+    for (let it = 0; it < iterations && rr > 1e-30; it++) {
+      apply(dir, Ad);
+      const alpha = rr / dot(dir, Ad);
+      for (let u = 0; u < nUnk; u++) { x[u]! += alpha * dir[u]!; res[u]! -= alpha * Ad[u]!; }
+      const rr2 = dot(res, res);
+      const beta = rr2 / rr;
+      rr = rr2;
+      for (let u = 0; u < nUnk; u++) dir[u] = res[u]! + beta * dir[u]!;
+    }
+  };
+  solve(opt.iterations);
+  for (let pass = 0; pass < (opt.irls ?? 0); pass++) {
+    let sumW = 0;
+    for (let r = 0; r < N; r++) {
+      let pred = 0;
+      const base = r * per;
+      for (let c = base; c < base + per; c++) pred += wts[c]! * x[idx[c]!]!;
+      rowW[r] = 1 / Math.max(Math.abs(ys[r]! - pred), 0.08);
+      sumW += rowW[r]!;
+    }
+    // Keep the data term's total weight, so the smoothness penalty keeps its meaning.
+    for (let r = 0; r < N; r++) rowW[r] = (rowW[r]! * N) / sumW;
+    invN = 1 / Math.max(N, 1);
+    solve(Math.ceil(opt.iterations / 2));
+  }
+  const surfaces = dims.map(([a, b], p) => Array.from(x.subarray(offs[p]!, offs[p]! + a * b), (v) => Math.round(v / opt.scale)));
+  return { rows: N, surfaces };
+}
+
+function dot(a: Float64Array, b: Float64Array): number {
+  let s = 0;
+  for (let i = 0; i < a.length; i++) s += a[i]! * b[i]!;
+  return s;
+}

@@ -1,0 +1,203 @@
+// Entry point of the perf stage: pick and load the source that answers op latencies.
+//   default      data/perf/<system>/<backend>/<version>/ (synthesized from calibrated coefficients)
+//   --perf-data  a directory in our format (meta.yaml + CSVs, possibly only some ops) or an aiconfigurator
+//                kernel-data directory (<system>/<family>/<framework>/<version>/*.parquet)
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import type { Backend, SystemSpec } from '../inputs/types.js';
+import { InputError, UnsupportedError } from '../util/errors.js';
+import { dataPath } from '../util/paths.js';
+import { OpTable } from './grid.js';
+import { RooflinePerfSource } from './roofline.js';
+import { peaksOf } from './sol.js';
+import { TablePerfSource, type ModelProvider } from './source.js';
+import { loadCalibration, modelLatency } from './calibration.js';
+import { planFor } from './build.js';
+import type { ModelOp, OpModel } from './model.js';
+import { loadAicTables } from './aic.js';
+import { OP_NAMES, OP_SPECS, parseCsv, type OpName } from './tables.js';
+import type { PerfSource, PerfSourceInfo } from './types.js';
+
+export type { PerfSource, PerfSourceInfo } from './types.js';
+
+export interface LoadPerfOptions {
+  system: SystemSpec;
+  backend: Backend;
+  version: string;
+  /** A directory in our table format or an aiconfigurator kernel-data directory. */
+  perfData?: string;
+}
+
+/** meta.yaml of a table directory. */
+export interface TableMeta {
+  system: string;
+  backend: string;
+  version: string;
+  kind: 'synthesized' | 'measured';
+  calibrated_on?: string;
+  borrowed?: boolean;
+  /** A borrowed version stores no copy: its tables are those of this sibling version directory. */
+  tables_from?: string;
+  generator?: string;
+  [extra: string]: unknown;
+}
+
+export interface TableDirInfo {
+  system: string;
+  backend: string;
+  version: string;
+  dir: string;
+  meta: TableMeta;
+}
+
+const cache = new Map<string, Promise<PerfSource>>();
+
+export function loadPerfSource(opts: LoadPerfOptions): Promise<PerfSource> {
+  const key = `${opts.system.name}|${opts.backend}|${opts.version}|${opts.perfData ? resolve(opts.perfData) : ''}`;
+  let hit = cache.get(key);
+  if (!hit) {
+    hit = load(opts);
+    cache.set(key, hit);
+    hit.catch(() => cache.delete(key));
+  }
+  return hit;
+}
+
+async function load(opts: LoadPerfOptions): Promise<PerfSource> {
+  const { system, backend, version } = opts;
+  const roofline = new RooflinePerfSource(system, { system: system.name, backend, version, kind: 'synthesized', calibratedOn: 'roofline (uncalibrated)' });
+  const ownDir = tableDir(system.name, backend, version);
+  const synthesized = (): PerfSource => {
+    if (!ownDir) {
+      const have = listPerfTables().filter((t) => t.system === system.name && t.backend === backend).map((t) => t.version);
+      throw new UnsupportedError(
+        `no performance tables for ${system.name} ${backend} ${version}; available: ${have.length ? have.join(', ') : 'none for this backend'}`,
+        { system: system.name, backend, version, available: have },
+      );
+    }
+    return openOurDir(ownDir, system, roofline);
+  };
+  if (!opts.perfData) return synthesized();
+  const dir = resolve(opts.perfData);
+  if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new InputError(`--perf-data ${opts.perfData}: not a directory`);
+  const fallback = ownDir ? openOurDir(ownDir, system, roofline) : roofline;
+  if (isOurDir(dir)) return openOurDir(dir, system, fallback);
+  const aicRoot = findAicSystemDir(dir, system);
+  if (aicRoot) return await openAicDir(aicRoot, system, backend, version, fallback);
+  throw new InputError(
+    `--perf-data ${opts.perfData}: neither a table directory (meta.yaml and ${OP_NAMES.map((o) => OP_SPECS[o].file).join(', ')}) nor an aiconfigurator data directory (<system>/<op>/<backend>/<version>/*.parquet) for ${system.name}`,
+  );
+}
+
+/** The directory holding the tables of (system, backend, version), following `tables_from`; undefined if absent. */
+export function tableDir(system: string, backend: string, version: string): string | undefined {
+  const dir = dataPath('perf', system, backend, version);
+  if (!existsSync(join(dir, 'meta.yaml'))) return undefined;
+  return dir;
+}
+
+function readMeta(dir: string): TableMeta | undefined {
+  const p = join(dir, 'meta.yaml');
+  if (!existsSync(p)) return undefined;
+  return parseYaml(readFileSync(p, 'utf8')) as TableMeta;
+}
+
+function isOurDir(dir: string): boolean {
+  return existsSync(join(dir, 'meta.yaml')) || OP_NAMES.some((op) => existsSync(join(dir, OP_SPECS[op].file)));
+}
+
+/** Open a directory in our format; ops without a file are answered by `fallback`. */
+function openOurDir(dir: string, system: SystemSpec, fallback: PerfSource): PerfSource {
+  const meta = readMeta(dir);
+  const filesDir = meta?.tables_from ? resolve(dir, '..', meta.tables_from) : dir;
+  const peaks = peaksOf(system);
+  const missing = OP_NAMES.filter((op) => !existsSync(join(filesDir, OP_SPECS[op].file)));
+  const kind = meta?.kind === 'measured' ? 'measured' : meta ? 'synthesized' : 'measured';
+  let calibratedOn = kind === 'measured' ? `measured${meta?.gpu ? ` on ${String(meta.gpu)}` : ''} (${dir})` : `calibrated on ${meta?.calibrated_on ?? 'unknown'}`;
+  if (missing.length && fallback.info) calibratedOn += `; ${missing.join(', ')} from ${fallback.info.calibratedOn}`;
+  const info: PerfSourceInfo = {
+    system: system.name,
+    backend: (meta?.backend as Backend | undefined) ?? fallback.info.backend,
+    version: meta?.version ?? fallback.info.version,
+    kind,
+    calibratedOn,
+    dir,
+    ...(missing.length ? { fallbackOps: missing } : {}),
+  };
+  const provide = (op: OpName): OpTable | undefined => {
+    const p = join(filesDir, OP_SPECS[op].file);
+    if (!existsSync(p)) return undefined;
+    const rows = parseCsv(OP_SPECS[op], readFileSync(p, 'utf8'), p);
+    if (rows.length === 0) return undefined;
+    return OpTable.fromRows(OP_SPECS[op], peaks, rows);
+  };
+  const model = kind === 'synthesized' && meta ? modelProvider(system, meta.backend as Backend, meta.version) : undefined;
+  return new TablePerfSource(system, info, provide, fallback, model);
+}
+
+/** The calibrated op model a synthesized directory was built from, for keys its tables do not list. */
+function modelProvider(system: SystemSpec, backend: Backend, version: string): ModelProvider | undefined {
+  const cal = loadCalibration(system.name);
+  if (!cal) return undefined;
+  const plan = planFor(cal, backend, version);
+  const peaks = peaksOf(system);
+  return (op, r) => {
+    let m: OpModel | undefined;
+    let row = r;
+    let modelOp: ModelOp;
+    if (op === 'nccl' || (op === 'allreduce' && r.kind === 'nccl')) {
+      m = cal.nccl?.model;
+      modelOp = 'nccl';
+      if (op === 'allreduce') row = { collective: 'all_reduce', dtype: r.dtype!, gpus: r.gpus!, elements: r.elements! };
+      if (row.dtype === 'fp8') row = { ...row, dtype: 'int8' };
+    } else if (op === 'elementwise') {
+      return undefined;
+    } else {
+      modelOp = op;
+      const src = plan.sourceByOp[op];
+      m = src ? cal.sources[src]?.[op] : undefined;
+    }
+    if (!m) return undefined;
+    const s = OP_SPECS[op].sol(peaks, r);
+    const v = modelLatency(modelOp, m, row, s);
+    return v === undefined ? undefined : Math.max(v, s);
+  };
+}
+
+/** Find the folder of `system` inside an aiconfigurator kernel-data directory (the root or the system folder itself). */
+function findAicSystemDir(dir: string, system: SystemSpec): string | undefined {
+  const families = ['gemm', 'attention', 'comm', 'moe', 'mla'];
+  const looksLikeSystem = (d: string): boolean => families.some((f) => existsSync(join(d, f)) && statSync(join(d, f)).isDirectory());
+  for (const name of [system.name, ...system.aliases]) if (looksLikeSystem(join(dir, name))) return join(dir, name);
+  if (looksLikeSystem(dir)) return dir;
+  return undefined;
+}
+
+async function openAicDir(sysDir: string, system: SystemSpec, backend: Backend, version: string, fallback: PerfSource): Promise<PerfSource> {
+  const aic = await loadAicTables(sysDir, system, backend, version);
+  const missing = OP_NAMES.filter((op) => !aic.tables.has(op));
+  const info: PerfSourceInfo = {
+    system: system.name, backend, version: aic.version, kind: 'aiconfigurator',
+    calibratedOn: `aiconfigurator data ${backend} ${aic.version}${missing.length ? `; ${missing.join(', ')} from ${fallback.info.calibratedOn}` : ''}`,
+    dir: sysDir,
+    ...(missing.length ? { fallbackOps: missing } : {}),
+  };
+  return new TablePerfSource(system, info, (op) => aic.tables.get(op), fallback);
+}
+
+/** Every table directory under data/perf, sorted, with its meta. */
+export function listPerfTables(): TableDirInfo[] {
+  const root = dataPath('perf');
+  const out: TableDirInfo[] = [];
+  if (!existsSync(root)) return out;
+  const sub = (d: string): string[] => readdirSync(d).filter((x) => statSync(join(d, x)).isDirectory()).sort();
+  for (const system of sub(root))
+    for (const backend of sub(join(root, system)))
+      for (const version of sub(join(root, system, backend))) {
+        const dir = join(root, system, backend, version);
+        const meta = readMeta(dir);
+        if (meta) out.push({ system, backend, version, dir, meta });
+      }
+  return out;
+}

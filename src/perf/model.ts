@@ -1,0 +1,127 @@
+// The op model: latency = speed of light x exp(correction), where the correction is a sum of bilinear
+// surfaces over pairs of log2 shape features (a second-order additive model on an octave lattice).
+// Coefficients come from `npm run perf:fit` (data/calibration/<system>.json).
+import type { OpName, Row } from './tables.js';
+
+export type ModelOp = Exclude<OpName, 'elementwise'>;
+
+export interface FeatureDef {
+  /** Feature names, for the calibration file. */
+  names: string[];
+  /** Lowest and highest lattice node per feature (log2 units, one node per octave). */
+  lo: number[];
+  hi: number[];
+  group(r: Row): string;
+  features(r: Row): number[];
+}
+
+const l2 = (v: number): number => Math.log2(Math.max(v, 1));
+const num = (r: Row, c: string): number => r[c] as number;
+
+export const FEATURES: Record<ModelOp, FeatureDef> = {
+  // Nodes every second octave (features are log2 / 2). The total work m*n*k captures how busy the GPU is,
+  // which no sum of pairwise terms in m, n, k can express.
+  gemm: {
+    names: ['log2_m/2', 'log2_n/2', 'log2_k/2', 'log2_mnk/2'], lo: [0, 2, 2, 5], hi: [8, 9, 8, 24],
+    group: (r) => String(r.dtype),
+    features: (r) => [l2(num(r, 'm')) / 2, l2(num(r, 'n')) / 2, l2(num(r, 'k')) / 2, l2(num(r, 'm') * num(r, 'n') * num(r, 'k')) / 2],
+  },
+  // Total work (batch x seq x heads, every second octave), sequence length, heads and GQA ratio.
+  context_attention: {
+    names: ['log2_batch_seq_heads/2', 'log2_seq', 'log2_heads/2', 'log2_gqa/2'], lo: [0, 0, 0, 0], hi: [14, 17, 4, 3],
+    group: (r) => `${r.head_dim}|${r.dtype}|${r.kv_dtype}|${num(r, 'window') > 0 ? 'window' : 'full'}`,
+    features: (r) => [l2(num(r, 'batch') * num(r, 'seq') * num(r, 'heads')) / 2, l2(num(r, 'seq')), l2(num(r, 'heads')) / 2, l2(num(r, 'heads') / num(r, 'kv_heads')) / 2],
+  },
+  generation_attention: {
+    names: ['log2_batch', 'log2_kv_len', 'log2_kv_heads', 'log2_gqa'], lo: [0, 0, 0, 0], hi: [11, 17, 7, 6],
+    group: (r) => `${r.head_dim}|${r.kv_dtype}|${num(r, 'window') > 0 ? 'window' : 'full'}`,
+    features: (r) => [l2(num(r, 'batch')), l2(num(r, 'kv_len')), l2(num(r, 'kv_heads')), l2(num(r, 'heads') / num(r, 'kv_heads'))],
+  },
+  allreduce: {
+    names: ['log2_elements', 'log2_gpus'], lo: [7, 1], hi: [29, 3],
+    group: (r) => `${r.kind}|${r.dtype}`,
+    features: (r) => [l2(num(r, 'elements')), l2(num(r, 'gpus'))],
+  },
+  nccl: {
+    names: ['log2_elements', 'log2_gpus'], lo: [7, 1], hi: [29, 6],
+    group: (r) => `${r.collective}|${r.dtype}`,
+    features: (r) => [l2(num(r, 'elements')), l2(num(r, 'gpus'))],
+  },
+  moe: {
+    // Tokens routed to each expert (tokens x topk / experts) sets how full the expert GEMMs are.
+    names: ['log2_tokens', 'log2_hidden', 'log2_inter_per_tp', 'log2_experts_per_ep', 'log2_tokens_per_expert'], lo: [0, 11, 5, 0, -6], hi: [16, 13, 14, 9, 12],
+    group: (r) => String(r.dtype),
+    features: (r) => [
+      l2(num(r, 'tokens')), l2(num(r, 'hidden')), l2(num(r, 'inter') / num(r, 'moe_tp')), l2(num(r, 'experts') / num(r, 'moe_ep')),
+      Math.log2((num(r, 'tokens') * num(r, 'topk')) / num(r, 'experts')),
+    ],
+  },
+  mla: {
+    names: ['log2_batch', 'log2_seq', 'log2_heads'], lo: [0, 0, 0], hi: [10, 17, 7],
+    group: (r) => `${r.phase}|${r.dtype}|${r.kv_dtype}`,
+    features: (r) => [l2(num(r, 'batch')), l2(num(r, 'seq')), l2(num(r, 'heads'))],
+  },
+};
+
+/** Calibration of one op group: bilinear surfaces on all feature pairs (or one curve for one feature). */
+export interface GroupModel {
+  /** Rows it was fitted on. */
+  rows: number;
+  /** Surface values in units of `scale` (ln latency), row-major over (feature i, feature j), one per pair. */
+  surfaces: number[][];
+}
+
+export interface OpModel {
+  features: string[];
+  lo: number[];
+  hi: number[];
+  scale: number;
+  groups: Record<string, GroupModel>;
+}
+
+/** Feature pairs of a model with d features (d = 1: the single feature with itself). */
+const pairsMemo = new Map<number, [number, number][]>();
+export function pairsOf(d: number): [number, number][] {
+  const hit = pairsMemo.get(d);
+  if (hit) return hit;
+  const v = pairsOfUncached(d);
+  pairsMemo.set(d, v);
+  return v;
+}
+
+function pairsOfUncached(d: number): [number, number][] {
+  if (d === 1) return [[0, 0]];
+  const out: [number, number][] = [];
+  for (let i = 0; i < d; i++) for (let j = i + 1; j < d; j++) out.push([i, j]);
+  return out;
+}
+
+/** Lattice position of a feature value: node index and weight of the upper node (clamped at the ends). */
+export function latticePos(x: number, lo: number, hi: number): [number, number] {
+  if (x <= lo) return [0, 0];
+  if (x >= hi) return [Math.max(0, hi - lo - 1), hi > lo ? 1 : 0];
+  const i = Math.floor(x - lo);
+  return [i, x - lo - i];
+}
+
+/** ln(latency / SOL) the model predicts for a row of its group. */
+export function evalCorrection(m: OpModel, g: GroupModel, x: number[]): number {
+  const d = m.lo.length;
+  const pairs = pairsOf(d);
+  let v = 0;
+  for (let p = 0; p < pairs.length; p++) {
+    const [i, j] = pairs[p]!;
+    const surf = g.surfaces[p]!;
+    const ni = m.hi[i]! - m.lo[i]! + 1;
+    const nj = m.hi[j]! - m.lo[j]! + 1;
+    const [ai, wi] = latticePos(x[i]!, m.lo[i]!, m.hi[i]!);
+    if (d === 1) {
+      v += (1 - wi) * surf[ai]! + wi * (surf[Math.min(ai + 1, ni - 1)] ?? 0);
+      continue;
+    }
+    const [aj, wj] = latticePos(x[j]!, m.lo[j]!, m.hi[j]!);
+    const ai1 = Math.min(ai + 1, ni - 1), aj1 = Math.min(aj + 1, nj - 1);
+    v += (1 - wi) * (1 - wj) * surf[ai * nj + aj]! + wi * (1 - wj) * surf[ai1 * nj + aj]! + (1 - wi) * wj * surf[ai * nj + aj1]! + wi * wj * surf[ai1 * nj + aj1]!;
+  }
+  return v * m.scale;
+}

@@ -1,0 +1,150 @@
+// Speed of light per op: the time the op would take at peak tensor throughput or peak bandwidth, whichever
+// binds. Every table entry and every lookup is floored at these values. Milliseconds, one GPU.
+import { DTYPE_BYTES, type Dtype, type SystemSpec } from '../inputs/types.js';
+import type { Collective } from './types.js';
+
+/** Peak figures of a system in per-millisecond units, precomputed once per source. */
+export interface Peaks {
+  /** FLOP per ms by compute dtype. */
+  flops: { bf16: number; fp8: number; fp4: number; int8: number };
+  /** HBM bytes per ms. */
+  mem: number;
+  /** Scale-up and scale-out link bytes per ms (one direction, per GPU). */
+  intra: number;
+  inter: number;
+  gpusPerNode: number;
+}
+
+export function peaksOf(sys: SystemSpec): Peaks {
+  const t = sys.gpu.tflops;
+  const bf16t = t.bfloat16 ?? 1;
+  const bf16 = bf16t * 1e9; // TFLOPS -> FLOP per ms
+  const fp8 = (t.fp8 ?? bf16t) * 1e9;
+  return {
+    flops: { bf16, fp8, fp4: (t.nvfp4 ?? t.fp8 ?? bf16t) * 1e9, int8: (t.int8 ?? bf16t) * 1e9 },
+    mem: sys.gpu.memBwGBs * 1e6,
+    intra: sys.intraNodeBwGBs * 1e6,
+    inter: sys.interNodeBwGBs * 1e6,
+    gpusPerNode: sys.gpusPerNode,
+  };
+}
+
+/** Bytes per element of a dtype name as the tables spell it (unknown names count as 16-bit). */
+export function dtypeBytes(dtype: string): number {
+  if (dtype in DTYPE_BYTES) return DTYPE_BYTES[dtype as Dtype];
+  if (dtype === 'half' || dtype === 'float16') return 2;
+  if (dtype === 'int8' || dtype === 'fp8_static') return 1;
+  if (dtype === 'w4a16_mxfp4' || dtype === 'w4afp8') return 0.53125;
+  return 2;
+}
+
+/** Tensor throughput the math of a GEMM-like op in `dtype` runs at (weight-only formats compute in bf16). */
+export function computeFlops(p: Peaks, dtype: string): number {
+  switch (dtype) {
+    case 'fp8':
+    case 'fp8_block':
+    case 'fp8_static':
+    case 'w4afp8':
+      return p.flops.fp8;
+    case 'nvfp4':
+      return p.flops.fp4;
+    case 'int8':
+      return p.flops.int8;
+    default:
+      return p.flops.bf16;
+  }
+}
+
+/** Activation bytes per element: quantized-activation formats read 8/4-bit activations, weight-only read 16-bit. */
+function actBytes(dtype: string): number {
+  if (dtype === 'fp8' || dtype === 'fp8_block' || dtype === 'int8') return 1;
+  if (dtype === 'nvfp4') return DTYPE_BYTES.nvfp4;
+  return 2;
+}
+
+export function gemmSol(p: Peaks, dtype: string, m: number, n: number, k: number): number {
+  const math = (2 * m * n * k) / computeFlops(p, dtype);
+  const mem = (dtypeBytes(dtype) * n * k + actBytes(dtype) * m * k + 2 * m * n) / p.mem;
+  return Math.max(math, mem);
+}
+
+/** Prefill attention (causal) over `seq` new tokens after `prefix` cached ones; `window` 0 = full. */
+export function contextAttentionSol(
+  p: Peaks, batch: number, seq: number, prefix: number, heads: number, kvHeads: number, headDim: number,
+  dtype: string, kvDtype: string, window: number,
+): number {
+  const full = seq + prefix;
+  const ops = window > 0 && window < full
+    ? 2 * batch * seq * window * heads * headDim * 2
+    : 2 * batch * heads * headDim * 2 * ((full * full - prefix * prefix) / 2);
+  const bytes = 2 * batch * (2 * heads * seq * headDim) + dtypeBytes(kvDtype) * batch * 2 * kvHeads * full * headDim;
+  const f = dtype === 'fp8' ? p.flops.fp8 : p.flops.bf16;
+  return Math.max(ops / f, bytes / p.mem);
+}
+
+/** Decode attention: one new token per sequence attending to `kvLen` cached tokens (or the window). */
+export function generationAttentionSol(
+  p: Peaks, batch: number, kvLen: number, heads: number, kvHeads: number, headDim: number, kvDtype: string, window: number,
+): number {
+  const kv = window > 0 ? Math.min(kvLen, window) : kvLen;
+  const ops = 2 * batch * heads * headDim * 2 * kv;
+  const bytes = batch * (4 * heads * headDim + 2 * kvHeads * kv * headDim * dtypeBytes(kvDtype));
+  const f = kvDtype === 'fp8' ? p.flops.fp8 : p.flops.bf16;
+  return Math.max(ops / f, bytes / p.mem);
+}
+
+/** Link bandwidth (bytes/ms) a group of `gpus` communicates over. */
+export function linkBw(p: Peaks, gpus: number, crossNode?: boolean): number {
+  return crossNode || gpus > p.gpusPerNode ? p.inter : p.intra;
+}
+
+/** Ring-style collective: every GPU sends (g-1)/g of the buffer once (twice for all-reduce). */
+export function collectiveSol(p: Peaks, collective: Collective, dtype: string, gpus: number, elements: number, crossNode?: boolean): number {
+  if (gpus <= 1) return 0;
+  const bytes = elements * dtypeBytes(dtype);
+  const passes = collective === 'all_reduce' ? 2 : 1;
+  return (passes * bytes * (gpus - 1)) / gpus / linkBw(p, gpus, crossNode);
+}
+
+/** Routed-expert compute of one MoE layer on one GPU (gated FFN: gate+up and down). */
+export function moeSol(
+  p: Peaks, dtype: string, tokens: number, hidden: number, inter: number, topk: number, experts: number, moeTp: number, moeEp: number,
+): number {
+  const t = (tokens * topk) / moeEp;
+  const ops = (2 * t * hidden * inter * 3) / moeTp;
+  const activeExperts = Math.min(experts / moeEp, t);
+  const bytes = dtypeBytes(dtype) * (t * hidden * 2 + (t * inter * 3) / moeTp) + (dtypeBytes(dtype) * hidden * inter * 3 * activeExperts) / moeTp;
+  return Math.max(ops / computeFlops(p, dtype), bytes / p.mem);
+}
+
+export function memSol(p: Peaks, bytes: number): number {
+  return bytes / p.mem;
+}
+
+/** Speed of light of a whole DeepSeek-style MLA attention module (projections + attention), per GPU. */
+export function mlaSol(
+  p: Peaks, phase: 'context' | 'generation', batch: number, seq: number, heads: number, kvLoraRank: number,
+  qkRopeHeadDim: number, qkNopeHeadDim: number, vHeadDim: number, qLoraRank: number, hidden: number,
+  dtype: string, kvDtype: string,
+): number {
+  const tokens = phase === 'context' ? batch * seq : batch;
+  const qk = qkNopeHeadDim + qkRopeHeadDim;
+  let t = 0;
+  if (qLoraRank > 0) t += gemmSol(p, dtype, tokens, qLoraRank, hidden) + gemmSol(p, dtype, tokens, heads * qk, qLoraRank);
+  else t += gemmSol(p, dtype, tokens, heads * qk, hidden);
+  t += gemmSol(p, dtype, tokens, kvLoraRank + qkRopeHeadDim, hidden);
+  t += gemmSol(p, dtype, tokens, heads * (qkNopeHeadDim + vHeadDim), kvLoraRank);
+  t += gemmSol(p, dtype, tokens, hidden, heads * vHeadDim);
+  const kvBytes = dtypeBytes(kvDtype);
+  if (phase === 'context') {
+    const ops = batch * heads * (qk + vHeadDim) * seq * seq;
+    const bytes = batch * heads * (kvBytes * seq * (qk + vHeadDim) + 2 * seq * (qk + vHeadDim));
+    t += Math.max(ops / p.flops.bf16, bytes / p.mem);
+  } else {
+    const latent = kvLoraRank + qkRopeHeadDim;
+    const ops = 2 * batch * heads * (latent + kvLoraRank) * seq;
+    const bytes = batch * (2 * heads * (latent + kvLoraRank) + seq * latent * kvBytes);
+    t += Math.max(ops / p.flops.bf16, bytes / p.mem);
+  }
+  return t;
+}

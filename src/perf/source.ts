@@ -1,0 +1,167 @@
+// A PerfSource answering from per-op tables (ours, a user's measured tables, or reference parquet rows),
+// with a fallback source for ops or dtypes the tables lack.
+import type { SystemSpec } from '../inputs/types.js';
+import { OpTable } from './grid.js';
+import { GemmFast } from './gemm-fast.js';
+import * as sol from './sol.js';
+import { OP_SPECS, type OpName, type Row } from './tables.js';
+import type {
+  Collective, CommQuery, ContextAttentionQuery, ElementwiseQuery, GemmQuery, GenerationAttentionQuery, MlaQuery, MoeQuery,
+  PerfSource, PerfSourceInfo,
+} from './types.js';
+
+/** Substitute dtypes, closest first, when a table lacks the asked one. */
+const DTYPE_FALLBACK: Record<string, string[]> = {
+  nvfp4: ['fp8', 'fp8_block', 'bfloat16'],
+  mxfp4: ['int4_wo', 'nvfp4', 'fp8', 'bfloat16'],
+  fp8_block: ['fp8', 'bfloat16'],
+  fp8: ['fp8_block', 'bfloat16'],
+  int4_wo: ['int8_wo', 'bfloat16'],
+  int8_wo: ['int4_wo', 'bfloat16'],
+  float16: ['bfloat16'],
+  int8: ['fp8', 'bfloat16'],
+};
+
+/** Provides the table of an op on first use (undefined when the source has none). */
+export type TableProvider = (op: OpName) => OpTable | undefined;
+
+/** The op model behind synthesized tables: answers keys the table does not list (other head counts, MoE shapes). */
+export type ModelProvider = (op: OpName, r: Row) => number | undefined;
+
+export class TablePerfSource implements PerfSource {
+  readonly peaks: sol.Peaks;
+  private readonly tables = new Map<OpName, OpTable | null>();
+  /** Ops answered by the fallback, for `info` and reports. */
+  readonly fallbackOps = new Set<OpName>();
+  private gemmFast: GemmFast | null | undefined;
+
+  constructor(
+    readonly system: SystemSpec,
+    readonly info: PerfSourceInfo,
+    private readonly provide: TableProvider,
+    private readonly fallback?: PerfSource,
+    private readonly model?: ModelProvider,
+  ) {
+    this.peaks = sol.peaksOf(system);
+  }
+
+  table(op: OpName): OpTable | undefined {
+    let t = this.tables.get(op);
+    if (t === undefined) {
+      t = this.provide(op) ?? null;
+      this.tables.set(op, t);
+      if (!t) this.fallbackOps.add(op);
+    }
+    return t ?? undefined;
+  }
+
+  /** Look a row up; when its dtype column is missing from the table, transfer from a substitute dtype by the roofline. */
+  private lookup(op: OpName, r: Row, dtypeCol?: string): number | undefined {
+    const t = this.table(op);
+    if (!t) return undefined;
+    if (this.model) {
+      // Keys the synthesized table lists are interpolated; other shapes come from the same model directly.
+      const exact = t.lookup(r, true);
+      if (exact !== undefined) return exact;
+      const m = this.model(op, r);
+      if (m !== undefined) return m;
+    }
+    const v = t.lookup(r);
+    if (v !== undefined || !dtypeCol) return v;
+    const spec = OP_SPECS[op];
+    for (const alt of DTYPE_FALLBACK[r[dtypeCol] as string] ?? ['bfloat16']) {
+      const r2 = { ...r, [dtypeCol]: alt };
+      const v2 = t.lookup(r2);
+      if (v2 !== undefined) return Math.max(v2 * (spec.sol(this.peaks, r) / spec.sol(this.peaks, r2)), spec.sol(this.peaks, r));
+    }
+    return undefined;
+  }
+
+  gemm(q: GemmQuery): number {
+    if (this.gemmFast === undefined) {
+      const t = this.table('gemm');
+      this.gemmFast = t ? new GemmFast(this.peaks, (dtype) => t.gridByKey(`${dtype}|`)) : null;
+    }
+    if (this.gemmFast) {
+      const v = this.gemmFast.lookup(q.dtype, q.m, q.n, q.k) ?? this.lookup('gemm', { dtype: q.dtype, m: q.m, n: q.n, k: q.k }, 'dtype');
+      if (v !== undefined) return v;
+    }
+    return this.fb().gemm(q);
+  }
+
+  contextAttention(q: ContextAttentionQuery): number {
+    const prefix = q.prefix ?? 0;
+    const full = q.seq + prefix;
+    const r: Row = { batch: q.batch, seq: full, heads: q.heads, kv_heads: q.kvHeads, head_dim: q.headDim, dtype: q.dtype, kv_dtype: q.kvDtype, window: q.window };
+    const v = this.lookup('context_attention', r, 'dtype') ?? this.lookup('context_attention', { ...r, kv_dtype: 'bfloat16' }, 'dtype');
+    if (v === undefined) return this.fb().contextAttention(q);
+    if (prefix <= 0) return v;
+    // Cached prefix: only the new rows of the causal score matrix are computed.
+    const frac = (full * full - prefix * prefix) / (full * full);
+    const floor = sol.contextAttentionSol(this.peaks, q.batch, q.seq, prefix, q.heads, q.kvHeads, q.headDim, q.dtype, q.kvDtype, q.window);
+    return Math.max(v * frac, floor);
+  }
+
+  generationAttention(q: GenerationAttentionQuery): number {
+    const r: Row = { batch: q.batch, kv_len: q.kvLen, heads: q.heads, kv_heads: q.kvHeads, head_dim: q.headDim, kv_dtype: q.kvDtype, window: q.window };
+    return this.lookup('generation_attention', r, 'kv_dtype') ?? this.fb().generationAttention(q);
+  }
+
+  private commRow(q: CommQuery): { dtype: string; cross: boolean } {
+    const b = sol.dtypeBytes(q.dtype);
+    return { dtype: b <= 1 ? 'fp8' : 'bfloat16', cross: q.crossNode === true || q.gpus > this.peaks.gpusPerNode };
+  }
+
+  /** Scale a latency measured inside a node to a group that spans nodes (bandwidth ratio on the SOL part). */
+  private crossScale(lat: number, collective: Collective, dtype: string, gpus: number, elements: number, cross: boolean, tableCross: boolean): number {
+    if (cross === tableCross) return lat;
+    const a = sol.collectiveSol(this.peaks, collective, dtype, gpus, elements, cross);
+    const b = sol.collectiveSol(this.peaks, collective, dtype, gpus, elements, tableCross);
+    return b > 0 ? lat * (a / b) : lat;
+  }
+
+  allReduce(q: CommQuery): number {
+    if (q.gpus <= 1) return 0;
+    const { dtype, cross } = this.commRow(q);
+    const custom = !cross && q.gpus <= Math.min(8, this.peaks.gpusPerNode);
+    const r: Row = { kind: custom ? 'custom' : 'nccl', dtype: 'bfloat16', gpus: q.gpus, elements: q.elements * (sol.dtypeBytes(dtype) / 2) };
+    const v = this.lookup('allreduce', r) ?? (custom ? this.lookup('allreduce', { ...r, kind: 'nccl' }) : undefined);
+    if (v === undefined) return this.fb().allReduce(q);
+    return this.crossScale(v, 'all_reduce', 'bfloat16', q.gpus, r.elements as number, cross, q.gpus > this.peaks.gpusPerNode);
+  }
+
+  nccl(collective: Collective, q: CommQuery): number {
+    if (q.gpus <= 1) return 0;
+    const { dtype, cross } = this.commRow(q);
+    const r: Row = { collective, dtype, gpus: q.gpus, elements: q.elements };
+    const v = this.lookup('nccl', r, 'dtype');
+    if (v === undefined) return this.fb().nccl(collective, q);
+    return this.crossScale(v, collective, dtype, q.gpus, q.elements, cross, q.gpus > this.peaks.gpusPerNode);
+  }
+
+  moe(q: MoeQuery): number {
+    const r: Row = { dtype: q.dtype, tokens: q.tokens, hidden: q.hidden, inter: q.inter, topk: q.topk, experts: q.experts, moe_tp: q.moeTp, moe_ep: q.moeEp };
+    return this.lookup('moe', r, 'dtype') ?? this.fb().moe(q);
+  }
+
+  mla(q: MlaQuery): number {
+    const r: Row = {
+      phase: q.phase, batch: q.batch, seq: q.seq, heads: q.heads, kv_lora_rank: q.kvLoraRank, qk_rope_head_dim: q.qkRopeHeadDim,
+      qk_nope_head_dim: q.qkNopeHeadDim, v_head_dim: q.vHeadDim, q_lora_rank: q.qLoraRank, hidden: q.hidden, dtype: q.dtype, kv_dtype: q.kvDtype,
+    };
+    return this.lookup('mla', r, 'dtype') ?? this.fb().mla(q);
+  }
+
+  elementwise(q: ElementwiseQuery): number {
+    return this.lookup('elementwise', { op: 'memory', bytes: q.bytes }) ?? this.fb().elementwise(q);
+  }
+
+  p2p(bytes: number, crossNode: boolean): number {
+    return this.fb().p2p(bytes, crossNode);
+  }
+
+  private fb(): PerfSource {
+    if (!this.fallback) throw new Error(`no table and no fallback in ${this.info.dir ?? this.info.system}`);
+    return this.fallback;
+  }
+}

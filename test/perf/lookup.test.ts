@@ -1,0 +1,130 @@
+import { describe, expect, it } from 'vitest';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadSystem } from '../../src/inputs/systems.js';
+import { loadPerfSource } from '../../src/perf/index.js';
+import { buildGrids, OpTable } from '../../src/perf/grid.js';
+import { peaksOf, gemmSol, generationAttentionSol } from '../../src/perf/sol.js';
+import { OP_SPECS, parseCsv, toCsv } from '../../src/perf/tables.js';
+import { UnsupportedError } from '../../src/util/errors.js';
+
+const h200 = loadSystem('h200_sxm');
+
+describe('perf source (bundled tables)', () => {
+  it('loads the default tables and says what they are calibrated on', async () => {
+    const src = await loadPerfSource({ system: h200, backend: 'vllm', version: '0.19.0' });
+    expect(src.info.kind).toBe('synthesized');
+    expect(src.info.calibratedOn).toMatch(/^calibrated on /);
+    const t = await loadPerfSource({ system: h200, backend: 'vllm', version: '0.12.0' });
+    expect(t.info.calibratedOn).toMatch(/^calibrated on vllm /);
+  });
+
+  it('refuses a version without tables (exit 4)', async () => {
+    await expect(loadPerfSource({ system: h200, backend: 'vllm', version: '9.9.9' })).rejects.toBeInstanceOf(UnsupportedError);
+  });
+
+  it('GEMM latency never decreases with more work and never beats the roofline', async () => {
+    const src = await loadPerfSource({ system: h200, backend: 'vllm', version: '0.19.0' });
+    const p = peaksOf(h200);
+    for (const dtype of ['bfloat16', 'fp8'] as const) {
+      let prev = 0;
+      for (let m = 1; m <= 200000; m = Math.ceil(m * 1.37)) {
+        const t = src.gemm({ dtype, m, n: 6144, k: 4096 });
+        expect(t).toBeGreaterThanOrEqual(prev * (1 - 1e-9));
+        expect(t).toBeGreaterThanOrEqual(gemmSol(p, dtype, m, 6144, 4096) * (1 - 1e-9));
+        prev = t;
+      }
+      prev = 0;
+      for (let n = 100; n <= 400000; n = Math.ceil(n * 1.5)) {
+        const t = src.gemm({ dtype, m: 333, n, k: 5000 });
+        expect(t).toBeGreaterThanOrEqual(prev * (1 - 1e-9));
+        prev = t;
+      }
+    }
+  });
+
+  it('decode attention grows with kv length and batch; prefill with sequence', async () => {
+    const src = await loadPerfSource({ system: h200, backend: 'sglang', version: '0.5.9' });
+    const p = peaksOf(h200);
+    let prev = 0;
+    for (let kv = 10; kv <= 300000; kv = Math.ceil(kv * 1.6)) {
+      const t = src.generationAttention({ batch: 24, kvLen: kv, heads: 8, kvHeads: 1, headDim: 128, kvDtype: 'bfloat16', window: 0 });
+      expect(t).toBeGreaterThanOrEqual(prev * (1 - 1e-9));
+      expect(t).toBeGreaterThanOrEqual(generationAttentionSol(p, 24, kv, 8, 1, 128, 'bfloat16', 0) * (1 - 1e-9));
+      prev = t;
+    }
+    prev = 0;
+    for (let s = 8; s <= 262144; s *= 2) {
+      const t = src.contextAttention({ batch: 1, seq: s, heads: 16, kvHeads: 2, headDim: 128, dtype: 'bfloat16', kvDtype: 'bfloat16', window: 0 });
+      expect(t).toBeGreaterThanOrEqual(prev * (1 - 1e-9));
+      prev = t;
+    }
+  });
+
+  it('a cached prefix makes prefill cheaper than the full prompt', async () => {
+    const src = await loadPerfSource({ system: h200, backend: 'vllm', version: '0.19.0' });
+    const q = { batch: 1, seq: 2000, heads: 8, kvHeads: 1, headDim: 128, dtype: 'bfloat16', kvDtype: 'bfloat16', window: 0 } as const;
+    expect(src.contextAttention({ ...q, prefix: 6000 })).toBeLessThan(src.contextAttention({ ...q, seq: 8000 }));
+  });
+
+  it('answers every op with a positive latency', async () => {
+    const src = await loadPerfSource({ system: loadSystem('b200_sxm'), backend: 'trtllm', version: '1.2.0rc5' });
+    const vals = [
+      src.gemm({ dtype: 'nvfp4', m: 64, n: 7168, k: 2048 }),
+      src.moe({ dtype: 'nvfp4', tokens: 512, hidden: 7168, inter: 2048, topk: 8, experts: 256, moeTp: 1, moeEp: 8 }),
+      src.mla({ phase: 'generation', batch: 64, seq: 4096, heads: 16, kvLoraRank: 512, qkRopeHeadDim: 64, qkNopeHeadDim: 128, vHeadDim: 128, qLoraRank: 1536, hidden: 7168, dtype: 'fp8_block', kvDtype: 'fp8' }),
+      src.allReduce({ dtype: 'bfloat16', gpus: 8, elements: 8192 * 4096 }),
+      src.allReduce({ dtype: 'bfloat16', gpus: 16, elements: 8192 * 4096 }),
+      src.nccl('alltoall', { dtype: 'fp8', gpus: 8, elements: 1 << 20 }),
+      src.elementwise({ bytes: 1 << 26 }),
+      src.p2p(1 << 26, true),
+    ];
+    for (const v of vals) expect(v).toBeGreaterThan(0);
+    expect(src.allReduce({ dtype: 'bfloat16', gpus: 1, elements: 1000 })).toBe(0);
+    // Crossing nodes costs more than staying inside one.
+    expect(src.allReduce({ dtype: 'bfloat16', gpus: 8, elements: 1 << 24, crossNode: true })).toBeGreaterThan(src.allReduce({ dtype: 'bfloat16', gpus: 8, elements: 1 << 24 }));
+  });
+});
+
+describe('grid lookup', () => {
+  const p = peaksOf(h200);
+  const rows = [1, 2, 4, 8].flatMap((m) => [1024, 2048].flatMap((n) => [1024, 4096].map((k) => ({ dtype: 'bfloat16', m, n, k, latency_ms: 0.01 * m * (n / 1024) * (k / 1024) }))));
+  const t = new OpTable(OP_SPECS.gemm, p, buildGrids(OP_SPECS.gemm, p, rows));
+
+  it('returns grid points exactly and interpolates in log space between them', () => {
+    expect(t.lookup({ dtype: 'bfloat16', m: 4, n: 2048, k: 1024 })).toBeCloseTo(0.08, 12);
+    // Latency proportional to m: log-log interpolation is exact.
+    expect(t.lookup({ dtype: 'bfloat16', m: 3, n: 1024, k: 1024 })).toBeCloseTo(0.03, 10);
+  });
+
+  it('outside the grid holds the edge efficiency (scales by the roofline)', () => {
+    const edge = t.lookup({ dtype: 'bfloat16', m: 8, n: 2048, k: 4096 })!;
+    const far = t.lookup({ dtype: 'bfloat16', m: 64000, n: 2048, k: 4096 })!;
+    const ratio = gemmSol(p, 'bfloat16', 64000, 2048, 4096) / gemmSol(p, 'bfloat16', 8, 2048, 4096);
+    expect(far / edge).toBeCloseTo(ratio, 6);
+  });
+
+  it('has no grid for an unknown dtype', () => {
+    expect(t.lookup({ dtype: 'nvfp4', m: 4, n: 2048, k: 1024 })).toBeUndefined();
+  });
+
+  it('CSV round-trips and rejects a missing column', () => {
+    const text = toCsv(OP_SPECS.gemm, rows);
+    expect(parseCsv(OP_SPECS.gemm, text, 'x')).toHaveLength(rows.length);
+    expect(() => parseCsv(OP_SPECS.gemm, 'dtype,m,n,latency_ms\nbfloat16,1,2,3\n', 'x.csv')).toThrow(/missing column/);
+  });
+});
+
+describe('--perf-data with a partial measured directory', () => {
+  it('uses the measured file and falls back to the bundled tables for the rest', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'perf-'));
+    writeFileSync(join(dir, 'meta.yaml'), 'system: h200_sxm\nbackend: vllm\nversion: 0.19.0\nkind: measured\ngpu: H200\n');
+    writeFileSync(join(dir, 'gemm.csv'), 'dtype,m,n,k,latency_ms\nbfloat16,1,4096,4096,0.5\nbfloat16,1024,4096,4096,1.5\n');
+    const src = await loadPerfSource({ system: h200, backend: 'vllm', version: '0.19.0', perfData: dir });
+    expect(src.info.kind).toBe('measured');
+    expect(src.info.fallbackOps).toContain('moe');
+    expect(src.gemm({ dtype: 'bfloat16', m: 1, n: 4096, k: 4096 })).toBeCloseTo(0.5, 9);
+    expect(src.moe({ dtype: 'bfloat16', tokens: 64, hidden: 4096, inter: 1536, topk: 8, experts: 128, moeTp: 1, moeEp: 1 })).toBeGreaterThan(0);
+  });
+});

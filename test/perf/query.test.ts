@@ -1,0 +1,27 @@
+import { describe, expect, it } from 'vitest';
+import { answerLines } from '../../src/perf/query.js';
+
+describe('perf query', () => {
+  it('adds latency_ms to each line, or an error, in input order', async () => {
+    const lines = [
+      JSON.stringify({ system: 'h200_sxm', backend: 'vllm', version: '0.19.0', op: 'gemm', dtype: 'bfloat16', m: 128, n: 4096, k: 4096 }),
+      JSON.stringify({ system: 'h200', backend: 'sglang', op: 'generation_attention', batch: 8, kv_len: 2048, heads: 8, kv_heads: 1, head_dim: 128, kv_dtype: 'fp8', window: 0 }),
+      JSON.stringify({ system: 'b200_sxm', backend: 'trtllm', op: 'moe', dtype: 'nvfp4', tokens: 64, hidden: 7168, inter: 2048, topk: 8, experts: 256, moe_tp: 1, moe_ep: 8 }),
+      JSON.stringify({ system: 'h100_sxm', backend: 'vllm', op: 'nccl', collective: 'all_gather', dtype: 'bfloat16', gpus: 4, elements: 1 << 20 }),
+      JSON.stringify({ system: 'h100_sxm', backend: 'vllm', op: 'allreduce', dtype: 'bfloat16', gpus: 4, elements: 1 << 20 }),
+      JSON.stringify({ system: 'nope', backend: 'vllm', op: 'gemm', m: 1, n: 1, k: 1 }),
+      JSON.stringify({ system: 'h100_sxm', backend: 'vllm', op: 'conv' }),
+      JSON.stringify({ system: 'h100_sxm', backend: 'vllm', version: '0.0.1', op: 'gemm', m: 1, n: 1, k: 1 }),
+      '',
+      '[1,2]',
+    ];
+    const out = (await answerLines(lines)).map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(out).toHaveLength(9);
+    for (const o of out.slice(0, 5)) expect(o.latency_ms as number).toBeGreaterThan(0);
+    expect(out[0]!.m).toBe(128);
+    expect(String(out[5]!.error)).toMatch(/unknown system "nope"/);
+    expect(String(out[6]!.error)).toMatch(/op "conv" is not one of/);
+    expect(String(out[7]!.error)).toMatch(/not supported/);
+    expect(out[8]!.error).toBe('not a JSON object');
+  });
+});
