@@ -2,8 +2,11 @@
 // TTFT = request overhead + prefill queueing + prefill + KV transfer + joining the decode batch;
 // TPOT from the decode pool at its running batch; throughput bounded by the slower pool and the clients.
 import type { PerfSource } from '../perf/types.js';
+import { BENCH_ROUNDS } from './agg.js';
 import { kvBytesPerToken, memoryPicture } from './memory.js';
-import { decodeStepMs, hostOverheadMs, mixedStepMs, profileOf } from './steps.js';
+import { layoutRule } from './rules.js';
+import { acceptedPerStep, decodeTpotMs } from './disagg-mtp.js';
+import { hostOverheadMs, mixedStepMs, profileOf } from './steps.js';
 import type { DisaggConfig, EngineContext, MemoryPicture, PoolConfig, Refusal } from './types.js';
 
 export interface DisaggPoint {
@@ -59,6 +62,64 @@ function prefillBatchMs(ctx: EngineContext, p: PoolConfig, g: number): { ms: num
   return { ms: chunks * (step.ms + hostOverheadMs(ctx, rows)), chunks };
 }
 
+/**
+ * Prompts one prefill step can take: the engine packs every waiting prompt into a step up to its token
+ * budget on each attention-dp rank (a recorded prefill batch size of 1 is the planner's convention, not
+ * an engine limit), and at least the recorded batch.
+ */
+export function prefillBatchCap(ctx: EngineContext, p: PoolConfig): number {
+  const isle = Math.max(1, ctx.workload.isl - ctx.workload.prefix);
+  const perRank = Math.max(1, Math.floor(Math.max(1, p.maxNumTokens) / isle));
+  return Math.max(1, p.batchSize, perRank * p.dp * p.pp);
+}
+
+/**
+ * A recorded MoE layout whose tensor-parallel width cannot split the attention heads, or spans more than
+ * one 8-GPU board, ran its attention data parallel (wide expert parallelism): engines shard attention by
+ * heads only within a board, so such a record names the GPUs of the expert-parallel group.
+ */
+export function wideEpLayout<T extends PoolConfig>(ctx: EngineContext, p: T): T {
+  if (!ctx.model.moe || p.dp > 1 || p.tp <= 1) return p;
+  if (ctx.model.numHeads % p.tp === 0 && p.tp <= 8) return p;
+  const wide = { ...p, dp: p.tp, tp: 1 };
+  // Keep a runnable record when the engine could not run it data parallel.
+  return layoutRule(ctx, wide, 'decode') !== null && layoutRule(ctx, p, 'decode') === null ? p : wide;
+}
+
+/**
+ * Running sequences a decode rank is given in the engines' disaggregated serving recipes (max_batch_size /
+ * max-running-requests with CUDA graphs captured up to it); used only where a record leaves the workers out.
+ */
+export const RECIPE_DECODE_BATCH_PER_RANK = 256;
+
+/**
+ * Worker counts of a deployment whose record leaves them blank (measured sweeps resize the deployment to
+ * the concurrency): enough decode workers to hold every client within KV memory and the recipes' batch per
+ * rank, and enough prefill workers to feed them at the decode pool's pace. Recorded counts are the minimum.
+ */
+export function sizeUnrecordedPools(ctx: EngineContext, cfg: DisaggConfig, clients: number): DisaggConfig {
+  const mem = disaggMemory(ctx, cfg);
+  if ('refused' in mem.decode || 'refused' in mem.prefill) return cfg;
+  const { isl, osl } = ctx.workload;
+  const slots = Math.max(1, Math.min(mem.decode.maxSequences, RECIPE_DECODE_BATCH_PER_RANK * cfg.decode.dp * cfg.decode.pp));
+  const dWorkers = Math.max(cfg.decode.workers, Math.ceil(clients / slots));
+  const batch = Math.max(1, Math.ceil(clients / dWorkers));
+  const decode: PoolConfig = { ...cfg.decode, workers: dWorkers, batchSize: batch };
+  const tpot = decodeTpotMs(ctx, decode, batch, isl + Math.floor(osl / 2), ctx.decodePerf);
+  const demand = clients / (Math.max(1, osl - 1) * tpot); // requests per ms the decode pool completes
+  const g = prefillBatchCap(ctx, cfg.prefill);
+  const perWorker = g / prefillBatchMs(ctx, cfg.prefill, g).ms;
+  let out: DisaggConfig = { prefill: { ...cfg.prefill, workers: Math.max(cfg.prefill.workers, Math.ceil(demand / perWorker)) }, decode };
+  // A lighter decode batch speeds decoding up and raises the demand: add workers until prefill keeps up.
+  const sized = disaggMemory(ctx, out);
+  if ('refused' in sized.prefill || 'refused' in sized.decode) return out;
+  const mems = { prefill: sized.prefill, decode: sized.decode };
+  for (let i = 0; i < 16 && disaggPoint(ctx, out, clients, mems).bound === 'prefill'; i++) {
+    out = { ...out, prefill: { ...out.prefill, workers: out.prefill.workers + 1 } };
+  }
+  return out;
+}
+
 export function disaggPoint(ctx: EngineContext, cfg: DisaggConfig, clients: number, mem: { prefill: MemoryPicture; decode: MemoryPicture }): DisaggPoint {
   const prof = profileOf(ctx);
   const { isl, osl } = ctx.workload;
@@ -68,16 +129,19 @@ export function disaggPoint(ctx: EngineContext, cfg: DisaggConfig, clients: numb
   const nMax = Math.max(1, Math.min(Dp.batchSize, mem.decode.maxSequences));
   const kvMid = isl + Math.floor(osl / 2);
   const transfer = kvTransferMs(ctx, cfg);
-  const gMax = Math.max(1, P.batchSize);
+  const gMax = prefillBatchCap(ctx, P);
   const full = prefillBatchMs(ctx, P, gMax);
   const prefillCap = (P.workers * gMax) / full.ms; // requests per ms
   const single = prefillBatchMs(ctx, P, 1).ms;
+  const burstSteps = Math.ceil(clients / (P.workers * gMax));
+  const burst = ((burstSteps + 1) / 2) * full.ms;
 
+  const stepTokens = 1 + (ctx.speculation ? acceptedPerStep(ctx.speculation) : 0);
   const tpotMemo = new Map<number, number>();
   const tpotAt = (running: number): number => {
     let v = tpotMemo.get(running);
     if (v === undefined) {
-      v = decodeStepMs(ctx, Dp, running, kvMid, decodePerf) + hostOverheadMs(ctx, Math.ceil(running / Dp.pp));
+      v = decodeTpotMs(ctx, Dp, running, kvMid, decodePerf);
       tpotMemo.set(running, v);
     }
     return v;
@@ -90,9 +154,20 @@ export function disaggPoint(ctx: EngineContext, cfg: DisaggConfig, clients: numb
   };
   // The pair at an assumed request rate (requests per ms): decode batch and prefill queueing follow from it.
   const at = (rate: number): DisaggPoint & { rate: number } => {
-    // Little's law on a decode worker: running = rate x time in decode; a few passes settle it.
-    let running = 1;
-    for (let i = 0; i < 4; i++) running = Math.max(1, Math.min(nMax, Math.round((rate * D * tpotAt(running)) / Dp.workers)));
+    // Little's law on a decode worker: running = rate x time in decode, where the time grows with running.
+    // running / (rate x D x tpot(running)) rises with running, so the fixed point is found by bisection.
+    const inDecode = (r: number): number => (rate * D * tpotAt(r)) / Dp.workers;
+    let running = nMax;
+    if (inDecode(nMax) < nMax) {
+      let lo = 1;
+      let hi = nMax;
+      while (hi - lo > 1) {
+        const mid = (lo + hi) >> 1;
+        if (inDecode(mid) >= mid) lo = mid;
+        else hi = mid;
+      }
+      running = lo;
+    }
     const tpot = tpotAt(running);
     // Decode slots bound the rate only when there are more clients than slots.
     const decodeCap = clients <= Dp.workers * nMax ? Infinity : (Dp.workers * nMax) / (D * tpotAt(nMax));
@@ -101,7 +176,12 @@ export function disaggPoint(ctx: EngineContext, cfg: DisaggConfig, clients: numb
     const pf = prefillAt(g);
     const rho = Math.min(0.95, (rate / P.workers) * (pf / g));
     const pQueue = (rho / (2 * (1 - rho))) * pf;
-    const ttftBase = prof.requestOverheadMs + pQueue + pf + transfer + tpot;
+    // The first round arrives as one burst of every client's prompt and drains through the prefill pool.
+    const steady = pQueue + pf;
+    const pfWait = steady + Math.max(0, burst - steady) / BENCH_ROUNDS;
+    // The transferred request joins the decode batch at the next step boundary (half a step on average) and
+    // its first token leaves with that step; a speculative step yields several tokens, so it lasts longer.
+    const ttftBase = prof.requestOverheadMs + pfWait + transfer + 1.5 * tpot * stepTokens;
     const cycle = ttftBase + D * tpot;
     const clientRate = clients / cycle;
     const newRate = Math.min(clientRate, prefillCap, decodeCap);

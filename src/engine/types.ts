@@ -29,6 +29,11 @@ export interface EngineContext {
   /** For disagg on heterogeneous systems: the decode pool's system and perf source. */
   decodeSystem?: SystemSpec;
   decodePerf?: PerfSource;
+  /**
+   * Speculative decoding the decode pool runs (multi-token prediction with the checkpoint's MTP layers):
+   * draft tokens proposed per step and the acceptance of each draft position. Absent: one token per step.
+   */
+  speculation?: { draft: number; acceptance: number };
 }
 
 /** GPUs of one model instance = tp * pp * dp (attention data parallel); moeTp * moeEp = tp * dp. */
