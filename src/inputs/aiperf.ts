@@ -3,6 +3,7 @@
 // (one record per request, aggregated here). Absent keys read as null.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { parse } from 'csv-parse/sync';
 import { InputError } from '../util/errors.js';
 
 /** One statistic set; single-value metrics (throughputs) carry only `avg`. */
@@ -203,49 +204,27 @@ export function parseAiperfJson(text: string, source: string): AiperfRun {
 
 // ---------- CSV (sectioned) ----------
 
-/** RFC 4180 rows: quoted fields with "" escapes, CRLF or LF. Empty lines come back as []. */
+/**
+ * RFC 4180 rows (quoted fields with "" escapes, CRLF or LF, rows of any width) via csv-parse; empty lines come
+ * back as []. Throws InputError on malformed quoting, e.g. a quote that never closes.
+ */
 export function parseCsvRows(text: string): string[][] {
-  const rows: string[][] = [];
-  let row: string[] = [];
-  let field = '';
-  let quoted = false;
-  let fieldStarted = false;
-  const endRow = () => {
-    if (fieldStarted || row.length > 0) row.push(field);
-    rows.push(row);
-    row = [];
-    field = '';
-    fieldStarted = false;
-  };
-  for (let i = 0; i < text.length; i++) {
-    const ch = text[i];
-    if (quoted) {
-      if (ch === '"') {
-        if (text[i + 1] === '"') {
-          field += '"';
-          i++;
-        } else quoted = false;
-      } else field += ch;
-      continue;
-    }
-    if (ch === '"') {
-      quoted = true;
-      fieldStarted = true;
-    } else if (ch === ',') {
-      row.push(field);
-      field = '';
-      fieldStarted = true;
-    } else if (ch === '\r' && text[i + 1] === '\n') {
-      // CRLF: the \n ends the row.
-    } else if (ch === '\n' || ch === '\r') {
-      endRow();
-    } else {
-      field += ch;
-      fieldStarted = true;
-    }
+  let records: Array<{ record: string[]; raw: string }>;
+  try {
+    // Sections differ in width; stray quotes inside unquoted cells are kept as text. (The `as unknown`:
+    // csv-parse's typings do not model `raw: true` records.)
+    records = parse(text, {
+      relax_column_count: true,
+      relax_quotes: true,
+      skip_empty_lines: false,
+      record_delimiter: ['\r\n', '\n', '\r'],
+      raw: true,
+    }) as unknown as Array<{ record: string[]; raw: string }>;
+  } catch (e) {
+    throw new InputError(`CSV: ${(e as Error).message}`);
   }
-  if (fieldStarted || row.length > 0) endRow();
-  return rows;
+  // csv-parse reads an empty line as one empty cell; its raw text tells it from a quoted empty cell ("").
+  return records.map(({ record, raw }) => (record.length === 1 && raw.replace(/[\r\n]+$/, '') === '' ? [] : record));
 }
 
 /** "Time to First Token (ms)" -> { name: "Time to First Token", unit: "ms" }. */
@@ -255,7 +234,12 @@ function splitHeader(cell: string): { name: string; unit: string | null } {
 }
 
 export function parseAiperfCsv(text: string, source: string): AiperfRun {
-  const rows = parseCsvRows(text.replace(/^\uFEFF/, ''));
+  let rows: string[][];
+  try {
+    rows = parseCsvRows(text.replace(/^\uFEFF/, ''));
+  } catch (e) {
+    throw new InputError(`${source}: ${(e as Error).message}`);
+  }
   // Sections are separated by blank lines; each starts with a header row whose first cell is "Metric" or "Endpoint".
   const sections: string[][][] = [];
   let cur: string[][] | null = null;

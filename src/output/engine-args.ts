@@ -1,17 +1,20 @@
-// The simulated configuration as engine arguments: one function per backend, shared by the Kubernetes
-// manifest and the bare-metal scripts so both deploy the same thing.
-import type { Dtype } from '../inputs/types.js';
+// The simulated configuration as engine arguments, shared by the Kubernetes manifest and the bare-metal
+// scripts so both deploy the same thing. Which flag carries which value is data: templates/engine-flags.yaml.
+import type { Backend, Dtype } from '../inputs/types.js';
 import { UnsupportedError } from '../util/errors.js';
 import { perSchedulerBatch, type DeployPlan, type WorkerGroup } from './plan.js';
+import { backendFlagsOf, evalConfig, evalFlags, fillText, type FlagVars } from './templates.js';
 
 /** Ports that must differ between workers sharing one host (Kubernetes pods use the defaults). */
 export interface WorkerPorts {
   kvEventPort: number;
   bootstrapPort: number;
   enginePort: number;
+  /** vLLM's NIXL side channel (bare-metal scripts set it per worker). */
+  nixlSideChannelPort: number;
 }
 
-export const DEFAULT_PORTS: WorkerPorts = { kvEventPort: 20080, bootstrapPort: 8998, enginePort: 30000 };
+export const DEFAULT_PORTS: WorkerPorts = { kvEventPort: 20080, bootstrapPort: 8998, enginePort: 30000, nixlSideChannelPort: 20100 };
 
 export interface WorkerCommand {
   /** python3 -m <module> */
@@ -25,28 +28,22 @@ export interface WorkerCommand {
 }
 
 export const ENGINE_CONFIG_DIR = '/workspace/engine_configs';
-const NIXL_KV_TRANSFER = '{"kv_connector":"NixlConnector","kv_role":"kv_both"}';
 
-function kvEvents(port: number): string {
-  return `{"publisher":"zmq","topic":"kv-events","endpoint":"tcp://*:${port}","enable_kv_cache_events":true}`;
+/** The engine's --kv-cache-dtype value (from templates/engine-flags.yaml). */
+function kvFlag(backend: Backend, kv: Dtype): string {
+  const f = backendFlagsOf(backend);
+  const v = f.kv_cache_dtype[f.kv_cache_dtype_aliases[kv] ?? kv];
+  if (v !== undefined) return v;
+  throw new UnsupportedError(`${backend} has no ${kv} KV cache; supported KV dtypes: ${Object.keys(f.kv_cache_dtype).join(', ')}`);
 }
 
-function kvFlag(backend: string, kv: Dtype): string {
-  if (kv === 'bfloat16' || kv === 'float16') return 'auto';
-  if (kv === 'fp8' || kv === 'fp8_block') return backend === 'sglang' ? 'fp8_e4m3' : 'fp8';
-  if (kv === 'nvfp4' && backend === 'trtllm') return 'nvfp4';
-  throw new UnsupportedError(`${backend} has no ${kv} KV cache; supported KV dtypes: bfloat16, float16, fp8${backend === 'trtllm' ? ', nvfp4' : ''}`);
-}
-
-/** Load-time quantization flag, or a note when the checkpoint itself must carry the format. */
-function quantization(plan: DeployPlan): { args: string[]; notes: string[] } {
-  if (plan.gemmDtype === plan.checkpointGemmDtype) return { args: [], notes: [] };
-  const fromHalf = plan.checkpointGemmDtype === 'bfloat16' || plan.checkpointGemmDtype === 'float16';
-  if (fromHalf && plan.gemmDtype === 'fp8' && plan.backend !== 'trtllm') {
-    return { args: ['--quantization', 'fp8'], notes: [] };
-  }
+/** Load-time quantization flag value, or a note when the checkpoint itself must carry the format. */
+function quantization(plan: DeployPlan): { value?: string; notes: string[] } {
+  if (plan.gemmDtype === plan.checkpointGemmDtype) return { notes: [] };
+  const q = backendFlagsOf(plan.backend).load_time_quantization;
+  const value = q.from.includes(plan.checkpointGemmDtype) ? q.to[plan.gemmDtype] : undefined;
+  if (value !== undefined) return { value, notes: [] };
   return {
-    args: [],
     notes: [`the prediction assumes ${plan.gemmDtype} weights; point the model at a ${plan.gemmDtype} checkpoint (this one is ${plan.checkpointGemmDtype})`],
   };
 }
@@ -56,111 +53,65 @@ export function tokenBudget(backend: 'vllm' | 'sglang' | 'trtllm', g: WorkerGrou
   return Math.max(g.maxNumTokens, perSchedulerBatch(backend, g));
 }
 
+/** TRT-LLM engine YAML file name of one role. */
+function engineConfigFile(plan: DeployPlan, g: WorkerGroup): string | undefined {
+  const t = backendFlagsOf(plan.backend).engine_config_file;
+  return t === undefined ? undefined : fillText(t, { role: g.role });
+}
+
+/** Everything templates/engine-flags.yaml may name, for one worker. */
+export function flagVars(plan: DeployPlan, g: WorkerGroup, ports: WorkerPorts = DEFAULT_PORTS): FlagVars {
+  const l = g.layout;
+  const q = quantization(plan);
+  const file = engineConfigFile(plan, g);
+  return {
+    model: plan.modelId,
+    role: g.role,
+    tp: l.tp,
+    pp: l.pp,
+    dp: l.dp,
+    moe_tp: l.moeTp,
+    moe_ep: l.moeEp,
+    tp_x_dp: l.tp * l.dp,
+    batch_size: perSchedulerBatch(plan.backend, g),
+    max_num_tokens: g.maxNumTokens,
+    token_budget: tokenBudget(plan.backend, g),
+    max_model_len: plan.maxModelLen,
+    // On demand: TRT-LLM's worker flags never name it, only its engine YAML does.
+    kv_cache_dtype: () => kvFlag(plan.backend, plan.kvDtype),
+    ...(q.value !== undefined ? { quantization: q.value } : {}),
+    ...(file !== undefined ? { engine_config_path: `${ENGINE_CONFIG_DIR}/${file}` } : {}),
+    engine_port: ports.enginePort,
+    bootstrap_port: ports.bootstrapPort,
+    kv_event_port: ports.kvEventPort,
+    nixl_side_channel_port: ports.nixlSideChannelPort,
+    agg: g.role === 'agg',
+    prefill: g.role === 'prefill',
+    decode: g.role === 'decode',
+    disagg: g.role !== 'agg',
+    prefix_caching: plan.prefix > 0,
+    expert_parallel: l.moeEp > 1,
+    attention_dp: l.dp > 1,
+    moe: plan.isMoe,
+    'dynamo_0.9': plan.dynamo === '0.9',
+    'dynamo_1.x': plan.dynamo === '1.x',
+    load_time_quantization: q.value !== undefined,
+    cache_transceiver: plan.backend === 'trtllm' && !trtllmAtLeast13(plan.version),
+  };
+}
+
 export function workerCommand(plan: DeployPlan, g: WorkerGroup, ports: WorkerPorts = DEFAULT_PORTS): WorkerCommand {
-  switch (plan.backend) {
-    case 'vllm':
-      return vllmCommand(plan, g, ports);
-    case 'sglang':
-      return sglangCommand(plan, g, ports);
-    case 'trtllm':
-      return trtllmCommand(plan, g);
-  }
-}
-
-function vllmCommand(plan: DeployPlan, g: WorkerGroup, ports: WorkerPorts): WorkerCommand {
-  const l = g.layout;
-  const q = quantization(plan);
-  const args = [
-    '--model', plan.modelId,
-    '--served-model-name', plan.modelId,
-    '--tensor-parallel-size', String(l.tp),
-    '--pipeline-parallel-size', String(l.pp),
-    '--data-parallel-size', String(l.dp),
-  ];
-  if (l.moeEp > 1) args.push('--enable-expert-parallel');
-  args.push(
-    '--max-num-seqs', String(perSchedulerBatch('vllm', g)),
-    '--max-num-batched-tokens', String(tokenBudget('vllm', g)),
-    '--max-model-len', String(plan.maxModelLen),
-    '--kv-cache-dtype', kvFlag('vllm', plan.kvDtype),
-    ...q.args,
-  );
-  if (plan.prefix > 0) args.push('--enable-prefix-caching');
-  if (g.role !== 'agg') {
-    if (plan.dynamo === '0.9') args.push(g.role === 'prefill' ? '--is-prefill-worker' : '--is-decode-worker', '--connector', 'nixl');
-    else args.push('--disaggregation-mode', g.role, '--kv-transfer-config', NIXL_KV_TRANSFER);
-  }
-  // From 1.0 KV events are opt-in; the KV router needs them when prompts share a prefix.
-  if (plan.dynamo === '1.x' && plan.prefix > 0 && g.role !== 'decode') args.push('--kv-events-config', kvEvents(ports.kvEventPort));
-  return { module: 'dynamo.vllm', args, notes: q.notes };
-}
-
-function sglangCommand(plan: DeployPlan, g: WorkerGroup, ports: WorkerPorts): WorkerCommand {
-  const l = g.layout;
-  const q = quantization(plan);
-  // SGLang's tp-size counts every GPU of a pipeline stage; attention DP splits it.
-  const args = [
-    '--model-path', plan.modelId,
-    '--served-model-name', plan.modelId,
-    '--tp-size', String(l.tp * l.dp),
-    '--pp-size', String(l.pp),
-  ];
-  if (l.dp > 1) args.push('--dp-size', String(l.dp), '--enable-dp-attention');
-  if (l.moeEp > 1) args.push('--ep-size', String(l.moeEp));
-  args.push(
-    '--max-running-requests', String(perSchedulerBatch('sglang', g)),
-    '--chunked-prefill-size', String(g.maxNumTokens),
-    '--max-prefill-tokens', String(g.maxNumTokens),
-    '--context-length', String(plan.maxModelLen),
-    '--kv-cache-dtype', kvFlag('sglang', plan.kvDtype),
-    ...q.args,
-    '--port', String(ports.enginePort),
-  );
-  if (g.role !== 'agg') {
-    args.push('--disaggregation-mode', g.role, '--disaggregation-transfer-backend', 'nixl');
-    if (g.role === 'prefill') args.push('--disaggregation-bootstrap-port', String(ports.bootstrapPort));
-    args.push('--host', '0.0.0.0');
-  }
-  if (plan.prefix > 0 && g.role !== 'decode') args.push('--kv-events-config', `{"publisher":"zmq","topic":"kv-events","endpoint":"tcp://*:${ports.kvEventPort}"}`);
-  return { module: 'dynamo.sglang', args, notes: q.notes };
-}
-
-function trtllmCommand(plan: DeployPlan, g: WorkerGroup): WorkerCommand {
-  const file = `${g.role}_config.yaml`;
-  const args = ['--model-path', plan.modelId, '--served-model-name', plan.modelId, '--extra-engine-args', `${ENGINE_CONFIG_DIR}/${file}`];
-  if (g.role !== 'agg') args.push('--disaggregation-mode', g.role);
-  if (plan.prefix > 0) args.push('--publish-events-and-metrics');
-  const q = quantization(plan);
-  return { module: 'dynamo.trtllm', args, engineConfigFile: file, notes: q.notes };
+  const f = backendFlagsOf(plan.backend);
+  const vars = flagVars(plan, g, ports);
+  const args = evalFlags(f.args, vars).flatMap((o) => (o.value === undefined ? [o.flag] : [o.flag, o.value]));
+  const file = engineConfigFile(plan, g);
+  return { module: f.module, args, ...(file !== undefined ? { engineConfigFile: file } : {}), notes: quantization(plan).notes };
 }
 
 /** TRT-LLM's extra engine arguments (LLM API YAML) for one role. */
 export function trtllmEngineConfig(plan: DeployPlan, g: WorkerGroup): Record<string, unknown> {
-  const l = g.layout;
-  const batch = perSchedulerBatch('trtllm', g);
-  const cfg: Record<string, unknown> = {
-    backend: 'pytorch',
-    tensor_parallel_size: l.tp * l.dp,
-    pipeline_parallel_size: l.pp,
-  };
-  if (plan.isMoe) {
-    cfg.moe_expert_parallel_size = l.moeEp;
-    cfg.moe_tensor_parallel_size = l.moeTp;
-  }
-  cfg.enable_attention_dp = l.dp > 1;
-  cfg.max_batch_size = batch;
-  cfg.max_num_tokens = tokenBudget('trtllm', g);
-  cfg.max_seq_len = plan.maxModelLen;
-  cfg.enable_chunked_prefill = g.role !== 'decode';
-  cfg.disable_overlap_scheduler = g.role === 'prefill';
-  cfg.kv_cache_config = { dtype: kvFlag('trtllm', plan.kvDtype), enable_block_reuse: plan.prefix > 0 };
-  if (g.role !== 'prefill') cfg.cuda_graph_config = { enable_padding: true, max_batch_size: batch };
-  // TRT-LLM 1.3 rejects cache_transceiver_config (it moved); earlier versions need it for disagg.
-  if (g.role !== 'agg' && !trtllmAtLeast13(plan.version)) {
-    cfg.cache_transceiver_config = { backend: 'DEFAULT', max_tokens_in_buffer: plan.maxModelLen };
-  }
-  cfg.print_iter_log = false;
-  return cfg;
+  const entries = backendFlagsOf('trtllm').engine_config ?? [];
+  return evalConfig(entries, flagVars({ ...plan, backend: 'trtllm' }, g));
 }
 
 function trtllmAtLeast13(v: string): boolean {

@@ -1,6 +1,8 @@
-// Bare-metal launch scripts (one per node) and the AIPerf sweep that checks the prediction.
-import { DEFAULT_PORTS, ENGINE_CONFIG_DIR, workerCommand, type WorkerPorts } from './engine-args.js';
+// Bare-metal launch scripts (one per node) and the AIPerf sweep that checks the prediction. The fixed text
+// is in templates/run.sh.tmpl and templates/bench.sh.tmpl; every value filled in here is shell-quoted.
+import { DEFAULT_PORTS, ENGINE_CONFIG_DIR, flagVars, workerCommand, type WorkerPorts } from './engine-args.js';
 import { derivePlan, hostGpus, type DeployPlan, type PlanInput, type WorkerGroup } from './plan.js';
+import { backendFlagsOf, evalEnv, evalFlags, renderTemplate } from './templates.js';
 
 /** Single-quote a value for bash: nothing inside can expand or end the word. */
 export function shQuote(s: string): string {
@@ -73,6 +75,7 @@ function portsFor(local: number): WorkerPorts {
     kvEventPort: DEFAULT_PORTS.kvEventPort + local,
     bootstrapPort: DEFAULT_PORTS.bootstrapPort + local,
     enginePort: DEFAULT_PORTS.enginePort + 100 * local,
+    nixlSideChannelPort: DEFAULT_PORTS.nixlSideChannelPort + 16 * local,
   };
 }
 
@@ -86,95 +89,66 @@ function argWords(plan: DeployPlan, args: string[]): string[] {
   });
 }
 
+/** Flags of a worker spread over several nodes (templates/engine-flags.yaml multinode_args). */
 function multinodeArgs(plan: DeployPlan, p: Placement): string[] {
   if (p.nodeCount === 1) return [];
-  if (plan.backend === 'vllm') {
-    const a = ['--nnodes', shQuote(String(p.nodeCount)), '--node-rank', shQuote(String(p.nodeRank)), '--master-addr', '"$WORKER_MASTER_ADDR"'];
-    if (p.nodeRank > 0) a.push('--headless');
-    return a;
-  }
-  if (plan.backend === 'sglang') {
-    return ['--nnodes', shQuote(String(p.nodeCount)), '--node-rank', shQuote(String(p.nodeRank)), '--dist-init-addr', '"$WORKER_MASTER_ADDR:29500"'];
-  }
-  return [];
+  const vars = { node_count: p.nodeCount, node_rank: p.nodeRank, multinode_follower: p.nodeRank > 0 };
+  return evalFlags(backendFlagsOf(plan.backend).multinode_args, vars).flatMap((o) =>
+    o.value !== undefined ? [o.flag, shQuote(o.value)] : o.shell !== undefined ? [o.flag, o.shell] : [o.flag],
+  );
 }
 
 function roleLabel(g: WorkerGroup): string {
   return g.role === 'agg' ? 'worker' : `${g.role} worker`;
 }
 
+/** The launch lines of one worker on this node. */
+function workerBlock(plan: DeployPlan, p: Placement, local: number): string[] {
+  const L: string[] = [];
+  const g = p.group;
+  const ports = portsFor(local);
+  const cmd = workerCommand(plan, g, ports);
+  const env = [`CUDA_VISIBLE_DEVICES=${shQuote(p.gpus.join(','))}`, `DYN_SYSTEM_PORT=${shQuote(String(8081 + local))}`];
+  for (const e of evalEnv(backendFlagsOf(plan.backend).worker_env, flagVars(plan, g, ports))) env.push(`${e.name}=${shQuote(e.value)}`);
+  const span = p.nodeCount > 1 ? `, node ${p.nodeRank + 1} of ${p.nodeCount}` : '';
+  L.push(`# ${roleLabel(g)} ${p.worker}: ${g.layout.tp}x tp, ${g.layout.pp}x pp, ${g.layout.dp}x dp on GPUs ${p.gpus.join(',')}${span}`);
+  for (const n of cmd.notes) L.push(commentText(`# note: ${n}`));
+  const launch =
+    plan.backend === 'trtllm' && p.nodeCount > 1
+      ? [`mpirun --allow-run-as-root -np ${shQuote(String(g.gpusPerWorker))} -H "$WORKER_HOSTS"`, 'trtllm-llmapi-launch']
+      : [];
+  if (launch.length > 0) L.push(`WORKER_HOSTS="\${WORKER_HOSTS:?set WORKER_HOSTS to host:slots of the ${p.nodeCount} nodes of this worker}"`);
+  L.push(`${env.join(' ')} \\`);
+  const words = argWords(plan, [...cmd.args]).concat(multinodeArgs(plan, p));
+  // One flag (with its value) per line.
+  const lines: string[] = [];
+  for (const w of words) {
+    if (w.startsWith('--') || lines.length === 0) lines.push(w);
+    else lines[lines.length - 1] += ` ${w}`;
+  }
+  L.push(`  ${[...launch, 'python3', '-m', cmd.module].join(' ')} \\`);
+  lines.forEach((l, i) => L.push(`    ${l}${i === lines.length - 1 ? ' &' : ' \\'}`));
+  L.push('pids+=("$!")');
+  L.push('');
+  return L;
+}
+
 function nodeScript(plan: DeployPlan, nodes: Placement[][], index: number): string {
   const placements = nodes[index];
-  const needsMaster = plan.backend !== 'trtllm' && placements.some((p) => p.nodeCount > 1);
   const trtllmFollower = plan.backend === 'trtllm' && placements.every((p) => p.nodeRank > 0);
-  const L: string[] = [];
-  L.push('#!/usr/bin/env bash');
-  L.push(commentText(`# Node ${index} of ${nodes.length}: ${plan.modelId} with ${plan.backend} ${plan.version}, ${plan.mode} ${plan.parallel}.`));
-  L.push('# Start etcd and NATS on the head node first; set HEAD_NODE_IP on every other node.');
-  L.push('set -euo pipefail');
-  L.push('');
-  L.push('SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"');
-  L.push(`MODEL=${shQuote(plan.modelId)}`);
-  L.push('HEAD_NODE_IP="${HEAD_NODE_IP:-127.0.0.1}"');
-  L.push('export ETCD_ENDPOINTS="${ETCD_ENDPOINTS:-http://${HEAD_NODE_IP}:2379}"');
-  L.push('export NATS_SERVER="${NATS_SERVER:-nats://${HEAD_NODE_IP}:4222}"');
-  if (index === 0) L.push('HTTP_PORT="${HTTP_PORT:-8000}"');
-  if (needsMaster) L.push(`WORKER_MASTER_ADDR="\${WORKER_MASTER_ADDR:?set WORKER_MASTER_ADDR to the IP of node ${placements[0].firstNode}}"`);
-  L.push('echo "node ' + index + ': model $MODEL, etcd $ETCD_ENDPOINTS, nats $NATS_SERVER, scripts in $SCRIPT_DIR" >&2');
-  L.push('');
-  if (trtllmFollower) {
-    L.push(`# TRT-LLM multi-node workers are started by mpirun from node ${placements[0].firstNode}; keep this node reachable over SSH.`);
-    L.push('exit 0');
-    return L.join('\n') + '\n';
-  }
-  L.push('pids=()');
-  L.push('# shellcheck disable=SC2317  # called by the EXIT trap');
-  L.push('stop_all() {');
-  L.push('  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done');
-  L.push('}');
-  L.push('trap stop_all EXIT');
-  L.push('');
-  if (index === 0) {
-    const router = plan.prefix > 0 ? ' --router-mode kv' : '';
-    L.push('# Frontend (OpenAI-compatible HTTP), only on node 0');
-    L.push(`python3 -m dynamo.frontend --http-port "$HTTP_PORT"${router} &`);
-    L.push('pids+=("$!")');
-    L.push('');
-  }
-  placements.forEach((p, local) => {
-    const g = p.group;
-    const cmd = workerCommand(plan, g, portsFor(local));
-    const env = [`CUDA_VISIBLE_DEVICES=${shQuote(p.gpus.join(','))}`, `DYN_SYSTEM_PORT=${shQuote(String(8081 + local))}`];
-    if (plan.backend === 'vllm') {
-      if (plan.dynamo === '0.9') env.push(`DYN_VLLM_KV_EVENT_PORT=${shQuote(String(20080 + local))}`);
-      env.push(`VLLM_NIXL_SIDE_CHANNEL_PORT=${shQuote(String(20100 + 16 * local))}`);
-    }
-    const span = p.nodeCount > 1 ? `, node ${p.nodeRank + 1} of ${p.nodeCount}` : '';
-    L.push(`# ${roleLabel(g)} ${p.worker}: ${g.layout.tp}x tp, ${g.layout.pp}x pp, ${g.layout.dp}x dp on GPUs ${p.gpus.join(',')}${span}`);
-    for (const n of cmd.notes) L.push(commentText(`# note: ${n}`));
-    const launch =
-      plan.backend === 'trtllm' && p.nodeCount > 1
-        ? [`mpirun --allow-run-as-root -np ${shQuote(String(g.gpusPerWorker))} -H "$WORKER_HOSTS"`, 'trtllm-llmapi-launch']
-        : [];
-    if (launch.length > 0) L.push(`WORKER_HOSTS="\${WORKER_HOSTS:?set WORKER_HOSTS to host:slots of the ${p.nodeCount} nodes of this worker}"`);
-    L.push(`${env.join(' ')} \\`);
-    const words = argWords(plan, [...cmd.args]).concat(multinodeArgs(plan, p));
-    // One flag (with its value) per line.
-    const lines: string[] = [];
-    for (const w of words) {
-      if (w.startsWith('--') || lines.length === 0) lines.push(w);
-      else lines[lines.length - 1] += ` ${w}`;
-    }
-    L.push(`  ${[...launch, 'python3', '-m', cmd.module].join(' ')} \\`);
-    lines.forEach((l, i) => L.push(`    ${l}${i === lines.length - 1 ? ' &' : ' \\'}`));
-    L.push('pids+=("$!")');
-    L.push('');
+  return renderTemplate('run.sh.tmpl', {
+    index: String(index),
+    node_count: String(nodes.length),
+    summary: commentText(`${plan.modelId} with ${plan.backend} ${plan.version}, ${plan.mode} ${plan.parallel}`),
+    model: shQuote(plan.modelId),
+    head: index === 0,
+    needs_master: plan.backend !== 'trtllm' && placements.some((p) => p.nodeCount > 1),
+    master_node: String(placements[0].firstNode),
+    follower: trtllmFollower,
+    router: plan.prefix > 0 ? ' --router-mode kv' : '',
+    // A follower's workers are started from another node; its script never shows them.
+    workers: trtllmFollower ? '' : placements.flatMap((p, local) => workerBlock(plan, p, local)).join('\n'),
   });
-  L.push('# Stop everything as soon as one process exits.');
-  L.push('wait -n || true');
-  L.push(`echo "run_${index}.sh: a process exited; stopping the others" >&2`);
-  L.push('exit 1');
-  return L.join('\n') + '\n';
 }
 
 export interface ScriptFile {
@@ -201,47 +175,14 @@ export function benchConcurrencies(predicted: number): number[] {
 export function buildBenchScript(p: PlanInput): string {
   const plan = derivePlan(p);
   const conc = benchConcurrencies(p.candidate.estimate.metrics.concurrency);
-  const synthetic = plan.isl - plan.prefix;
-  const L: string[] = [];
-  L.push('#!/usr/bin/env bash');
-  L.push(`# AIPerf sweep around the predicted operating point (concurrency ${Math.round(p.candidate.estimate.metrics.concurrency)}).`);
-  L.push('# Results land in bench/c<concurrency>/ next to this script, where `configure validate --plan` looks.');
-  L.push('set -euo pipefail');
-  L.push('');
-  L.push('SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"');
-  L.push(`MODEL=${shQuote(plan.modelId)}`);
-  L.push('URL="${URL:-http://localhost:8000}"');
-  L.push('REQUESTS_PER_CONCURRENCY="${REQUESTS_PER_CONCURRENCY:-10}"');
-  L.push(`CONCURRENCIES=(${conc.map((c) => shQuote(String(c))).join(' ')})`);
-  L.push('');
-  L.push('for c in "${CONCURRENCIES[@]}"; do');
-  L.push('  out="$SCRIPT_DIR/bench/c$c"');
-  L.push('  mkdir -p "$out"');
-  L.push('  echo "aiperf: concurrency $c -> $out" >&2');
-  const args = [
-    'aiperf profile',
-    '--model "$MODEL"',
-    '--tokenizer "$MODEL"',
-    '--url "$URL"',
-    '--endpoint-type chat',
-    '--streaming',
-    `--synthetic-input-tokens-mean ${shQuote(String(synthetic))}`,
-    '--synthetic-input-tokens-stddev 0',
-    `--output-tokens-mean ${shQuote(String(plan.osl))}`,
-    '--output-tokens-stddev 0',
-    `--extra-inputs ${shQuote(`min_tokens:${plan.osl}`)}`,
-    `--extra-inputs ${shQuote('ignore_eos:true')}`,
-  ];
-  if (plan.prefix > 0) args.push(`--prefix-prompt-length ${shQuote(String(plan.prefix))}`, '--prefix-prompt-pool-size 1');
-  args.push(
-    '--concurrency "$c"',
-    '--request-count "$((c * REQUESTS_PER_CONCURRENCY))"',
-    '--warmup-request-count "$c"',
-    '--random-seed 100',
-    '--ui none',
-    '--artifact-dir "$out"',
-  );
-  L.push(`  ${args.join(' \\\n    ')}`);
-  L.push('done');
-  return L.join('\n') + '\n';
+  return renderTemplate('bench.sh.tmpl', {
+    concurrency: String(Math.round(p.candidate.estimate.metrics.concurrency)),
+    model: shQuote(plan.modelId),
+    concurrencies: conc.map((c) => shQuote(String(c))).join(' '),
+    synthetic_isl: shQuote(String(plan.isl - plan.prefix)),
+    osl: shQuote(String(plan.osl)),
+    min_tokens: shQuote(`min_tokens:${plan.osl}`),
+    has_prefix: plan.prefix > 0,
+    prefix: shQuote(String(plan.prefix)),
+  });
 }

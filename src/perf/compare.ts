@@ -3,6 +3,7 @@
 // are joined on their key columns and the relative error of B against A is summarised.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { parse } from 'csv-parse/sync';
 import { parse as parseYaml } from 'yaml';
 import { InputError } from '../util/errors.js';
 import { loadSystem } from '../inputs/systems.js';
@@ -72,26 +73,41 @@ export interface CompareOptions {
   system?: string;
 }
 
-/** Read one of our CSVs: header row, comma-separated cells without quotes, `#` comments and blank lines ignored. */
+/** Read one of our CSVs: header row, comma-separated cells, `#` comment lines and blank lines ignored. */
 export function parseTableCsv(text: string, source: string): CsvTable {
-  const lines = text.split(/\r?\n/);
+  let records: Array<{ record: string[]; info: { lines: number } }>;
+  try {
+    // Any header is accepted (the tables differ), so the generic parser, not tables.ts's per-op reader.
+    // (The `as unknown`: csv-parse's typings do not model `info: true` records.)
+    records = parse(text, {
+      trim: true,
+      comment: '#',
+      comment_no_infix: true,
+      skip_empty_lines: true,
+      relax_column_count: true,
+      relax_quotes: true,
+      info: true,
+      // Line endings may mix (files edited on different systems).
+      record_delimiter: ['\r\n', '\n'],
+    }) as unknown as Array<{ record: string[]; info: { lines: number } }>;
+  } catch (e) {
+    throw new InputError(`${source}: ${(e as Error).message}`);
+  }
   let header: string[] | null = null;
   const rows: Record<string, string>[] = [];
-  lines.forEach((raw, i) => {
-    const line = raw.trim();
-    if (!line || line.startsWith('#')) return;
-    const cells = line.split(',').map((c) => c.trim());
+  for (const { record: cells, info } of records) {
     if (!header) {
       header = cells;
       if (!header.includes(LATENCY_COLUMN)) throw new InputError(`${source}: header lacks a ${LATENCY_COLUMN} column`);
-      return;
+      continue;
     }
-    if (cells.length !== header.length)
-      throw new InputError(`${source}:${i + 1}: expected ${header.length} cells (${header.join(',')}), got ${cells.length}`);
+    const h: string[] = header;
+    if (cells.length !== h.length)
+      throw new InputError(`${source}:${info.lines}: expected ${h.length} cells (${h.join(',')}), got ${cells.length}`);
     const row: Record<string, string> = {};
-    header.forEach((h, j) => (row[h] = cells[j]));
+    h.forEach((name, j) => (row[name] = cells[j]));
     rows.push(row);
-  });
+  }
   return { header: header ?? [], rows };
 }
 
