@@ -38,7 +38,8 @@ function predict(src: PerfSource, op: string, r: Row): number {
       return src.generationAttention({ batch: n('batch'), kvLen: n('kv_len'), heads: n('heads'), kvHeads: n('kv_heads'), headDim: n('head_dim'), kvDtype: s('kv_dtype') as Dtype, window: n('window') });
     case 'allreduce': return src.allReduce({ dtype: 'bfloat16', gpus: n('gpus'), elements: n('elements') });
     case 'nccl': return src.nccl(s('collective') as Collective, { dtype: (s('dtype') === 'int8' ? 'fp8' : 'bfloat16') as Dtype, gpus: n('gpus'), elements: n('elements') });
-    case 'moe': return src.moe({ dtype: s('dtype') as Dtype, tokens: n('tokens'), hidden: n('hidden'), inter: n('inter'), topk: n('topk'), experts: n('experts'), moeTp: n('moe_tp'), moeEp: n('moe_ep') });
+    // The mxfp8-activation MXFP4 kernel is what our `mxfp4` tables represent where it was measured.
+    case 'moe': return src.moe({ dtype: (s('dtype') === 'w4a8_mxfp4_mxfp8' ? 'mxfp4' : s('dtype')) as Dtype, tokens: n('tokens'), hidden: n('hidden'), inter: n('inter'), topk: n('topk'), experts: n('experts'), moeTp: n('moe_tp'), moeEp: n('moe_ep') });
     case 'mla':
       return src.mla({ phase: s('phase') as 'context' | 'generation', batch: n('batch'), seq: n('seq'), heads: n('heads'), kvLoraRank: DEEPSEEK_MLA.kv_lora_rank,
         qkRopeHeadDim: DEEPSEEK_MLA.qk_rope_head_dim, qkNopeHeadDim: DEEPSEEK_MLA.qk_nope_head_dim, vHeadDim: DEEPSEEK_MLA.v_head_dim, qLoraRank: DEEPSEEK_MLA.q_lora_rank,

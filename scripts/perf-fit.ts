@@ -9,9 +9,9 @@ import { DEFAULT_FIT, fitGroup } from '../src/perf/fit.js';
 import { listRefTables, readRefTable, REF_FILE_OP, type RefTable } from '../src/perf/reference.js';
 import { OP_SPECS, type Row } from '../src/perf/tables.js';
 import { peaksOf, type Peaks } from '../src/perf/sol.js';
-import { serializeCalibration, type SystemCalibration } from '../src/perf/calibration.js';
+import { findOutlierGroups, serializeCalibration, type SystemCalibration } from '../src/perf/calibration.js';
 import { DEEPSEEK_MLA } from '../src/perf/build.js';
-import { pickMoeDistribution } from '../src/perf/aic.js';
+import { pickMoeDistribution, servingMoeRows } from '../src/perf/aic.js';
 
 const args = process.argv.slice(2);
 const argOf = (name: string): string | undefined => {
@@ -84,13 +84,16 @@ for (const refSystem of systems) {
         if (got) for (const r of got.rows) rows.push(r);
       }
       const t0 = Date.now();
-      // MoE: the tables represent the realistic skewed routing (power_law_1.01) when it was measured.
-      const model = fitOp(op, peaks, op === 'moe' ? pickMoeDistribution(rows) : rows);
+      // MoE: balanced routing (what benchmarks with random prompts see) and the kernels engines serve with.
+      const model = fitOp(op, peaks, op === 'moe' ? servingMoeRows(pickMoeDistribution(rows)) : rows);
       console.error(`${sys.name} ${src} ${op}: ${rows.length} rows, ${Object.keys(model.groups).length} groups, ${Date.now() - t0} ms`);
       if (src.startsWith('nccl/')) cal.nccl = { version: src.slice(5), model };
       else (cal.sources[src] ??= {})[op] = model;
     }
   }
+  const excluded = findOutlierGroups(cal);
+  if (excluded.length) cal.excluded = excluded;
+  for (const e of excluded) console.error(`${sys.name} ${e.source} ${e.op} ${e.group}: ${e.ratio}x the system median, left out of the tables`);
   const text = serializeCalibration(cal);
   writeFileSync(dataPath('calibration', `${sys.name}.json`), text);
   console.log(`wrote data/calibration/${sys.name}.json (${(text.length / 1024).toFixed(0)} KB)`);

@@ -1,5 +1,5 @@
 // An aiconfigurator kernel-data directory (one system: <family>/<framework>/<version>/*.parquet) turned into
-// our grids. Rows keep their measured latency; the MoE distribution used is power_law_1.01 when present.
+// our grids. Rows keep their measured latency; the MoE distribution used is balanced when present (see pickMoeDistribution).
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { Backend, SystemSpec } from '../inputs/types.js';
@@ -26,10 +26,24 @@ function pickVersion(versions: string[], want: string): string | undefined {
   return best;
 }
 
-/** MoE rows: one routing distribution (power_law_1.01 if measured, else balanced, else whatever exists). */
+/**
+ * MoE rows as engines serve them. MXFP4 checkpoints: where the mxfp8-activation kernel was measured (TRT-LLM on
+ * Blackwell runs gpt-oss experts as W4A8 MXFP4 x MXFP8 by default), it is what `mxfp4` means; the bf16-activation
+ * rows of that source are dropped.
+ */
+export function servingMoeRows(rows: Row[]): Row[] {
+  const w4a8 = 'w4a8_mxfp4_mxfp8';
+  if (!rows.some((r) => r.dtype === w4a8)) return rows;
+  return rows.filter((r) => r.dtype !== 'mxfp4').map((r) => (r.dtype === w4a8 ? { ...r, dtype: 'mxfp4' } : r));
+}
+
+/**
+ * MoE rows: one routing distribution, balanced if measured (benchmarks with synthetic random prompts route
+ * tokens close to uniformly), else power_law_1.01, else whatever exists.
+ */
 export function pickMoeDistribution(rows: Row[]): Row[] {
   const have = new Set(rows.map((r) => r.distribution));
-  const want = have.has('power_law_1.01') ? 'power_law_1.01' : have.has('balanced') ? 'balanced' : [...have].sort()[0];
+  const want = have.has('balanced') ? 'balanced' : have.has('power_law_1.01') ? 'power_law_1.01' : [...have].sort()[0];
   return rows.filter((r) => r.distribution === want);
 }
 
@@ -63,7 +77,7 @@ export async function loadAicTables(sysDir: string, system: SystemSpec, backend:
       }
   }
   for (const [op, rows0] of rowsByOp) {
-    const rows = op === 'moe' ? pickMoeDistribution(rows0) : rows0;
+    const rows = op === 'moe' ? servingMoeRows(pickMoeDistribution(rows0)) : rows0;
     if (rows.length) tables.set(op, OpTable.fromRows(OP_SPECS[op], peaks, rows));
   }
   return { version: chosen, tables };

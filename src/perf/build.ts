@@ -2,7 +2,7 @@
 // format. Pure and deterministic: the same specs and coefficients give byte-identical files.
 import { stringify as stringifyYaml } from 'yaml';
 import type { Backend, SystemSpec } from '../inputs/types.js';
-import { loadCalibration, modelLatency, pickSource, type SystemCalibration } from './calibration.js';
+import { borrowedGroups, loadCalibration, modelLatency, pickSource, resolvedModel, type SystemCalibration } from './calibration.js';
 import type { ModelOp, OpModel } from './model.js';
 import { ROOFLINE } from './roofline.js';
 import { peaksOf, type Peaks } from './sol.js';
@@ -146,14 +146,22 @@ export function planFor(cal: SystemCalibration | undefined, backend: Backend, ve
   return { sourceByOp, calibratedOn, borrowed: main !== `${backend}/${version}` };
 }
 
+/** meta.yaml entry naming the groups (dtype / shape families) taken from another calibrated source. */
+function groupsMeta(cal: SystemCalibration | undefined, backend: Backend, version: string, plan: SynthesisPlan): { groups_from?: Record<string, Record<string, string>> } {
+  if (!cal) return {};
+  const out: Record<string, Record<string, string>> = {};
+  for (const [op, src] of Object.entries(plan.sourceByOp) as [ModelOp, string][]) {
+    const b = borrowedGroups(cal, backend, version, op, src);
+    if (Object.keys(b).length) out[op] = b;
+  }
+  return Object.keys(out).length ? { groups_from: out } : {};
+}
+
 /** Synthesize every table of one (system, backend, version). */
 export function synthesize(sys: SystemSpec, backend: Backend, version: string, cal = loadCalibration(sys.name)): TableSet {
   const peaks = peaksOf(sys);
   const plan = planFor(cal, backend, version);
-  const model = (op: ModelOp): OpModel | undefined => {
-    const src = plan.sourceByOp[op];
-    return src ? cal?.sources[src]?.[op] : undefined;
-  };
+  const model = (op: ModelOp): OpModel | undefined => (cal ? resolvedModel(cal, backend, version, op, plan.sourceByOp[op]) : undefined);
   const files: Record<string, string> = {};
   const fp8 = hasFp8(sys);
 
@@ -260,6 +268,7 @@ export function synthesize(sys: SystemSpec, backend: Backend, version: string, c
     borrowed: plan.borrowed,
     generator: 'npm run perf:build',
     sources: Object.fromEntries(Object.entries(plan.sourceByOp).map(([op, src]) => [op, src.replace('/', ' ')])),
+    ...groupsMeta(cal, backend, version, plan),
     ...(cal?.nccl ? { nccl: cal.nccl.version } : {}),
   });
   return { meta, files };

@@ -11,7 +11,22 @@ export interface SystemCalibration {
   sources: Record<string, Partial<Record<ModelOp, OpModel>>>;
   /** System-wide NCCL fit (reference NCCL version). */
   nccl?: { version: string; model: OpModel };
+  /** Groups whose measurements disagree wildly with every other source of the system (see findOutlierGroups). */
+  excluded?: ExcludedGroup[];
 }
+
+/** A fitted group left out of the tables: its typical efficiency is `ratio` x the median of the system's sources. */
+export interface ExcludedGroup {
+  source: string;
+  op: ModelOp;
+  group: string;
+  ratio: number;
+  /** Set when the group had no sibling to compare with and is left out because `like`, same kernel, was. */
+  like?: string;
+}
+
+/** A group key without its first field (e.g. attention "head_dim|kv_dtype|window" -> "kv_dtype|window"). */
+const tailOf = (g: string): string | undefined => (g.includes('|') ? g.slice(g.indexOf('|') + 1) : undefined);
 
 const cache = new Map<string, SystemCalibration | null>();
 
@@ -50,6 +65,145 @@ export function serializeCalibration(cal: SystemCalibration): string {
 
 export function parseCalibration(text: string): SystemCalibration {
   return mapModels(JSON.parse(text) as Stored, (s) => (typeof s === 'string' ? decodeSurface(s) : s));
+}
+
+/** An outlier source is this many times slower (or faster) than the median source of the system. */
+export const OUTLIER_RATIO = 4;
+
+/** Lattice nodes of a model (a fixed stride when there are more than `max`), for comparing fitted surfaces. */
+function latticeNodes(m: OpModel, max = 40000): number[][] {
+  let pts: number[][] = [[]];
+  for (let i = 0; i < m.lo.length; i++) {
+    const next: number[][] = [];
+    for (const p of pts) for (let v = m.lo[i]!; v <= m.hi[i]!; v++) next.push([...p, v]);
+    pts = next;
+  }
+  if (pts.length <= max) return pts;
+  const step = Math.ceil(pts.length / max);
+  return pts.filter((_, i) => i % step === 0);
+}
+
+const sameLattice = (a: OpModel, b: OpModel): boolean =>
+  a.scale === b.scale && a.lo.join() === b.lo.join() && a.hi.join() === b.hi.join();
+
+/**
+ * Groups (op, dtype/shape family) of a source whose typical latency/SOL differs from the median of all sources of
+ * the same system by more than OUTLIER_RATIO (at least three sources must have the group). Such a kernel table
+ * measured something the engines do not run in serving (e.g. a decode-attention kernel that ignores GQA sharing,
+ * or untuned MoE kernels), so the tables use the group of a sibling source instead.
+ */
+export function findOutlierGroups(cal: SystemCalibration): ExcludedGroup[] {
+  const out: ExcludedGroup[] = [];
+  const compared = new Set<string>();
+  const srcs = Object.keys(cal.sources).sort();
+  for (const op of Object.keys(FEATURES).sort() as ModelOp[]) {
+    const groups = [...new Set(srcs.flatMap((s) => Object.keys(cal.sources[s]![op]?.groups ?? {})))].sort();
+    for (const g of groups) {
+      const have = srcs.filter((s) => cal.sources[s]![op]?.groups[g]);
+      if (have.length < 3) continue;
+      const m0 = cal.sources[have[0]!]![op]!;
+      if (!have.every((s) => sameLattice(m0, cal.sources[s]![op]!))) continue;
+      const pts = latticeNodes(m0);
+      const typical = have.map((s) => {
+        const m = cal.sources[s]![op]!;
+        const v = pts.map((x) => evalCorrection(m, m.groups[g]!, x)).sort((a, b) => a - b);
+        return v[v.length >> 1]!;
+      });
+      const sorted = [...typical].sort((a, b) => a - b);
+      const med = sorted[(sorted.length - 1) >> 1]!;
+      have.forEach((s, i) => {
+        const ratio = Math.exp(typical[i]! - med);
+        if (ratio > OUTLIER_RATIO || ratio < 1 / OUTLIER_RATIO) out.push({ source: s, op, group: g, ratio: Number(ratio.toFixed(2)) });
+      });
+      compared.add(`${op}|${g}`);
+    }
+  }
+  // A kernel that is an outlier in every group that could be compared (at least two) is one in its other groups
+  // of the same family too (same fields but the first, e.g. another head_dim).
+  const flagged = [...out];
+  for (const src of srcs)
+    for (const op of Object.keys(FEATURES).sort() as ModelOp[]) {
+      const mine = flagged.filter((e) => e.source === src && e.op === op);
+      const groups = Object.keys(cal.sources[src]![op]?.groups ?? {}).sort();
+      const cmp = groups.filter((g) => compared.has(`${op}|${g}`) && [...srcs].filter((k) => cal.sources[k]![op]?.groups[g]).length >= 3);
+      if (mine.length < 2 || mine.length < cmp.length) continue;
+      for (const g of groups) {
+        if (cmp.includes(g)) continue;
+        const like = mine.find((e) => tailOf(e.group) !== undefined && tailOf(e.group) === tailOf(g));
+        if (like) out.push({ source: src, op, group: g, ratio: like.ratio, like: like.group });
+      }
+    }
+  return out;
+}
+
+/** Sources in the order a (backend, version) borrows from: same backend by version distance, then the others. */
+function borrowOrder(cal: SystemCalibration, backend: string, version: string, op: ModelOp): string[] {
+  const keys = Object.keys(cal.sources).filter((k) => cal.sources[k]![op]).sort();
+  const d = (k: string): number => (k.startsWith(`${backend}/`) ? 0 : 1e12) + versionDistance(k.slice(k.indexOf('/') + 1), version);
+  return keys.sort((a, b) => d(a) - d(b) || (a < b ? -1 : 1));
+}
+
+const resolvedMemo = new WeakMap<SystemCalibration, Map<string, OpModel | undefined>>();
+
+/**
+ * The op model a (backend, version) uses: its plan source's groups, where a group is excluded as an outlier
+ * the same group of the nearest source that is not, and groups (dtypes) it never measured from the nearest
+ * version of the same backend that did.
+ */
+export function resolvedModel(cal: SystemCalibration, backend: string, version: string, op: ModelOp, primary: string | undefined): OpModel | undefined {
+  let memo = resolvedMemo.get(cal);
+  if (!memo) resolvedMemo.set(cal, (memo = new Map()));
+  const key = `${backend}|${version}|${op}|${primary ?? ''}`;
+  if (memo.has(key)) return memo.get(key);
+  const base = primary ? cal.sources[primary]?.[op] : undefined;
+  let out = base;
+  if (base) {
+    const excluded = new Set((cal.excluded ?? []).filter((e) => e.op === op).map((e) => `${e.source}|${e.group}`));
+    const order = [primary!, ...borrowOrder(cal, backend, version, op).filter((k) => k !== primary)]
+      .filter((k) => sameLattice(base, cal.sources[k]![op]!));
+    const groups: Record<string, GroupModel> = {};
+    // An excluded group nobody else measured: the same family (all fields but the first) of the nearest sound source.
+    const kin = (g: string): GroupModel | undefined => {
+      const t = tailOf(g);
+      if (t === undefined) return undefined;
+      for (const k of order) {
+        const m = cal.sources[k]![op]!;
+        const hit = Object.keys(m.groups).sort().find((h) => tailOf(h) === t && !excluded.has(`${k}|${h}`));
+        if (hit) return m.groups[hit];
+      }
+      return undefined;
+    };
+    const names = [...new Set(order.flatMap((k) => Object.keys(cal.sources[k]![op]!.groups)))].sort();
+    for (const g of names) {
+      const own = base.groups[g];
+      const ok = order.find((k) => cal.sources[k]![op]!.groups[g] && !excluded.has(`${k}|${g}`));
+      if (own && !excluded.has(`${primary}|${g}`)) groups[g] = own;
+      else if (own) groups[g] = ok ? cal.sources[ok]![op]!.groups[g]! : (kin(g) ?? own);
+      else {
+        // A dtype this version never measured: only from another version of the same engine.
+        const same = order.find((k) => k.startsWith(`${backend}/`) && cal.sources[k]![op]!.groups[g] && !excluded.has(`${k}|${g}`));
+        if (same) groups[g] = cal.sources[same]![op]!.groups[g]!;
+      }
+    }
+    out = { ...base, groups };
+  }
+  memo.set(key, out);
+  return out;
+}
+
+/** Which groups of a resolved model come from another source than the primary one (for meta.yaml). */
+export function borrowedGroups(cal: SystemCalibration, backend: string, version: string, op: ModelOp, primary: string | undefined): Record<string, string> {
+  const m = resolvedModel(cal, backend, version, op, primary);
+  const out: Record<string, string> = {};
+  if (!m || !primary) return out;
+  for (const [g, gm] of Object.entries(m.groups)) {
+    if (cal.sources[primary]?.[op]?.groups[g] === gm) continue;
+    for (const k of Object.keys(cal.sources).sort()) {
+      const hit = Object.entries(cal.sources[k]![op]?.groups ?? {}).find(([, v]) => v === gm);
+      if (hit) { out[g] = `${k.replace('/', ' ')}${hit[0] === g ? '' : ` (${hit[0]})`}`; break; }
+    }
+  }
+  return out;
 }
 
 export function loadCalibration(system: string): SystemCalibration | undefined {

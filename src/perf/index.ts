@@ -12,7 +12,7 @@ import { OpTable } from './grid.js';
 import { RooflinePerfSource } from './roofline.js';
 import { peaksOf } from './sol.js';
 import { TablePerfSource, type ModelProvider } from './source.js';
-import { loadCalibration, modelLatency } from './calibration.js';
+import { loadCalibration, modelLatency, resolvedModel } from './calibration.js';
 import { planFor } from './build.js';
 import type { ModelOp, OpModel } from './model.js';
 import { loadAicTables } from './aic.js';
@@ -155,8 +155,7 @@ function modelProvider(system: SystemSpec, backend: Backend, version: string): M
       return undefined;
     } else {
       modelOp = op;
-      const src = plan.sourceByOp[op];
-      m = src ? cal.sources[src]?.[op] : undefined;
+      m = resolvedModel(cal, backend, version, op, plan.sourceByOp[op]);
     }
     if (!m) return undefined;
     const s = OP_SPECS[op].sol(peaks, r);

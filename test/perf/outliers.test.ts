@@ -1,0 +1,67 @@
+import { describe, expect, it } from 'vitest';
+import { findOutlierGroups, loadCalibration, resolvedModel, type SystemCalibration } from '../../src/perf/calibration.js';
+import { servingMoeRows, pickMoeDistribution } from '../../src/perf/aic.js';
+import type { OpModel } from '../../src/perf/model.js';
+import { loadSystem } from '../../src/inputs/systems.js';
+import { loadPerfSource } from '../../src/perf/index.js';
+import { generationAttentionSol, peaksOf } from '../../src/perf/sol.js';
+
+/** A one-feature decode-attention-like model whose correction is a constant ln(eff). */
+const flat = (lnEff: number, groups: string[]): OpModel => ({
+  features: ['x'], lo: [0], hi: [3], scale: 0.01,
+  groups: Object.fromEntries(groups.map((g) => [g, { rows: 10, surfaces: [[0, 1, 2, 3].map(() => Math.round(lnEff / 0.01))] }])),
+});
+
+describe('outlier kernels and group borrowing', () => {
+  const cal: SystemCalibration = {
+    system: 'x', generator: 't',
+    sources: {
+      'a/1.0.0': { generation_attention: flat(Math.log(1.5), ['128|bf16|full']) },
+      'b/1.0.0': { generation_attention: flat(Math.log(1.4), ['128|bf16|full', '128|fp8|full']) },
+      'c/1.0.0': { generation_attention: flat(Math.log(1.6), ['128|bf16|full', '128|fp8|full']) },
+      'c/2.0.0': { generation_attention: flat(Math.log(12), ['128|bf16|full', '128|fp8|full', '64|bf16|full']) },
+    },
+  };
+  cal.excluded = findOutlierGroups(cal);
+
+  it('flags a group far slower than the system median, and its uncompared siblings of the same family', () => {
+    const ex = cal.excluded!.map((e) => `${e.source} ${e.group}`).sort();
+    expect(ex).toEqual(['c/2.0.0 128|bf16|full', 'c/2.0.0 128|fp8|full', 'c/2.0.0 64|bf16|full']);
+  });
+
+  it('replaces excluded groups from the nearest sound source, keeps sound ones', () => {
+    const m = resolvedModel(cal, 'c', '2.0.0', 'generation_attention', 'c/2.0.0')!;
+    const src = cal.sources;
+    expect(m.groups['128|bf16|full']).toBe(src['c/1.0.0']!.generation_attention!.groups['128|bf16|full']);
+    expect(m.groups['64|bf16|full']).toBe(src['c/1.0.0']!.generation_attention!.groups['128|bf16|full']);
+    const own = resolvedModel(cal, 'a', '1.0.0', 'generation_attention', 'a/1.0.0')!;
+    expect(own.groups['128|bf16|full']).toBe(src['a/1.0.0']!.generation_attention!.groups['128|bf16|full']);
+    // A dtype a version never measured comes only from the same engine.
+    expect(own.groups['128|fp8|full']).toBeUndefined();
+    expect(resolvedModel(cal, 'c', '1.0.0', 'generation_attention', 'c/1.0.0')!.groups['64|bf16|full']).toBeUndefined();
+  });
+});
+
+describe('MoE rows as served', () => {
+  it('use balanced routing and the mxfp8-activation MXFP4 kernel where measured', () => {
+    const rows = [
+      { dtype: 'mxfp4', tokens: 1, distribution: 'balanced', latency_ms: 2 },
+      { dtype: 'w4a8_mxfp4_mxfp8', tokens: 1, distribution: 'balanced', latency_ms: 1 },
+      { dtype: 'w4a8_mxfp4_mxfp8', tokens: 1, distribution: 'power_law_1.01', latency_ms: 1.5 },
+    ];
+    const out = servingMoeRows(pickMoeDistribution(rows));
+    expect(out).toEqual([{ dtype: 'mxfp4', tokens: 1, distribution: 'balanced', latency_ms: 1 }]);
+    expect(servingMoeRows(rows.slice(0, 1))).toEqual(rows.slice(0, 1));
+  });
+});
+
+describe('bundled GB200 TRT-LLM decode attention', () => {
+  it('stays within a few times its memory roofline (the measured GQA-unaware kernel is left out)', async () => {
+    const sys = loadSystem('gb200_sxm');
+    if (!loadCalibration(sys.name)) return;
+    const src = await loadPerfSource({ system: sys, backend: 'trtllm', version: '1.3.0rc10' });
+    const q = { batch: 89, kvLen: 4000, heads: 64, kvHeads: 8, headDim: 128, kvDtype: 'bfloat16' as const, window: 0 };
+    const s = generationAttentionSol(peaksOf(sys), 89, 4000, 64, 8, 128, 'bfloat16', 0);
+    expect(src.generationAttention(q) / s).toBeLessThan(4);
+  });
+});
