@@ -32,6 +32,8 @@ interface Result {
   ttft?: [number, number];
   tpot?: [number, number];
   thr?: [number, number];
+  /** Row label for --rows output. */
+  label?: string;
 }
 
 const pct = (pred: number, meas: number) => (100 * (pred - meas)) / meas;
@@ -39,7 +41,7 @@ const pct = (pred: number, meas: number) => (100 * (pred - meas)) / meas;
 async function runDev(rows: Row[], perfData?: string): Promise<Result[]> {
   const out: Result[] = [];
   for (const row of rows) {
-    const r: Result = { source: 'dev', system: row.system, backend: row.backend, family: '?', kind: '?', mode: row.mode };
+    const r: Result = { source: 'dev', system: row.system, backend: row.backend, family: '?', kind: '?', mode: row.mode, label: row.id };
     const inp = await resolveRowInputs(row, perfData);
     if ('refused' in inp) {
       r.refused = inp.reason;
@@ -94,7 +96,10 @@ async function runOverview(rows: Row[], perfData?: string): Promise<Result[]> {
   for (const row of rows) {
     if (!/concurrency=unbounded/.test(row.notes) || !(Number(row.throughput_tok_s_per_gpu) > 0)) continue;
     if (!row.osl || !row.isl) continue;
-    const r: Result = { source: 'overview', system: row.hardware, backend: 'trtllm', family: '?', kind: '?', mode: 'agg-maxload' };
+    const r: Result = {
+      source: 'overview', system: row.hardware, backend: 'trtllm', family: '?', kind: '?', mode: 'agg-maxload',
+      label: `${row.model} ${row.precision} gpus=${row.gpus} tp=${row.tp} pp=${row.pp} ep=${row.ep} ${row.isl}x${row.osl} ${row.notes}`,
+    };
     const prec = PREC[row.precision] ?? row.precision;
     const q = prec === 'fp4' ? 'nvfp4' : prec === 'fp8' ? 'fp8' : '';
     const devLike: Row = {
@@ -260,6 +265,12 @@ async function main(): Promise<void> {
     reasons.set(k, (reasons.get(k) ?? 0) + 1);
   }
   for (const [k, v] of [...reasons.entries()].sort((a, b) => b[1] - a[1]).slice(0, 15)) console.log(`  ${v}\t${k}`);
+  // --rows FILE: one JSON line per row (label, group keys, predicted and measured pairs) for slicing.
+  const ri = args.indexOf('--rows');
+  if (ri >= 0 && args[ri + 1]) {
+    writeFileSync(args[ri + 1], all.map((r) => JSON.stringify(r)).join('\n') + '\n');
+    console.log(`\nwrote ${args[ri + 1]}`);
+  }
   if (args.includes('--write-bands') && !perfData) {
     const p = dataPath(BANDS_FILE);
     writeFileSync(p, JSON.stringify(bandsFile(devRes), null, 1) + '\n');

@@ -7,7 +7,7 @@
 // lifetime carry prefill work. When N_mix exceeds the lifetime the engine is prefill-bound and requests
 // wait in its queue. Clients beyond n wait for a free slot (Little's law on the closed loop).
 import { memoryPicture } from './memory.js';
-import { decodeStepMs, hostOverheadMs, mixedStepMs, profileOf } from './steps.js';
+import { decodeStepMs, hostOverheadMs, mixedStepMs, profileOf, speculationOf } from './steps.js';
 import type { AggConfig, EngineContext, MemoryPicture } from './types.js';
 
 export interface AggPoint {
@@ -43,13 +43,20 @@ export function aggPoint(ctx: EngineContext, cfg: AggConfig, clients: number, me
   const prof = profileOf(ctx);
   const { isl, osl, prefix } = ctx.workload;
   const isle = Math.max(1, isl - prefix);
-  const D = Math.max(1, osl - 1);
+  const outTok = Math.max(1, osl - 1);
+  // With speculative decoding (MTP) every decode step verifies `draft` extra tokens per sequence and
+  // emits `perStep` tokens on average, so a request needs fewer, heavier steps.
+  const spec = speculationOf(ctx);
+  const D = Math.max(1, Math.ceil(outTok / spec.perStep));
   const pp = cfg.pp;
   const n = Math.max(1, Math.min(clients, cfg.batchSize, runningCapacity(ctx, mem)));
   const kvMid = isl + Math.floor(osl / 2);
   const micro = (x: number) => Math.ceil(x / pp);
   const host = hostOverheadMs(ctx, micro(n));
-  const tDec = decodeStepMs(ctx, cfg, n, kvMid) + host;
+  const tokPerSeq = 1 + spec.draft;
+  // The draft head runs one extra layer per draft token.
+  const draftCost = 1 + spec.draft / Math.max(1, ctx.model.numLayers);
+  const tDec = decodeStepMs(ctx, cfg, n * tokPerSeq, kvMid) * draftCost + host;
 
   // Token budget per step across the instance (each attention-dp rank schedules its own budget).
   const budget = Math.max(1, cfg.maxNumTokens) * cfg.dp;
@@ -63,15 +70,17 @@ export function aggPoint(ctx: EngineContext, cfg: AggConfig, clients: number, me
     chunk = isle;
     k = 1;
   } else {
+    // A long prompt is cut into k chunks; pricing k equal chunks keeps the total work at isle tokens
+    // (k full-budget chunks would price a short tail chunk as a full one).
     g = 1;
-    chunk = pfBudget;
     k = Math.ceil(isle / pfBudget);
+    chunk = Math.ceil(isle / k);
   }
   const avgPrefix = prefix + (k > 1 ? ((k - 1) / 2) * chunk : 0);
   const eager = prof.eagerLayerMs * ctx.model.numLayers;
   /** One prefill step of `prompts` prompt chunks (riding on the other sequences' decode when the engine mixes). */
   const pfStep = (prompts: number): number => {
-    const dc = mixes ? Math.max(0, n - prompts) : 0;
+    const dc = mixes ? Math.max(0, n - prompts) * tokPerSeq : 0;
     const st = mixedStepMs(ctx, cfg, {
       pfBatch: micro(prompts), pfSeq: Math.min(chunk, isle), pfPrefix: Math.round(avgPrefix), dcBatch: micro(dc), dcKv: kvMid,
     });
@@ -86,7 +95,10 @@ export function aggPoint(ctx: EngineContext, cfg: AggConfig, clients: number, me
   const gSteady = Math.max(1, Math.min(g, Math.round(1 + (n - 1) / life)));
   const tOwn = gSteady === g ? tFull : pfStep(gSteady);
   // Prefill chunks of one request lifetime of all n sequences, and the iterations they need at g per step.
-  const nMix = (n * k) / g;
+  // Prompts longer than the budget are chunked, and chunked prefill fills each step's budget with tokens of
+  // whichever prompts wait (the tail of one and the head of the next), so the steps needed are the prompt
+  // tokens over the budget (at least k for one prompt). Shorter prompts go whole, g to a step.
+  const nMix = k > 1 ? Math.max(k, (n * isle) / pfBudget) : (n * k) / g;
   const prefillWork = n * k * perChunk; // ms per lifetime
   // Mixed steps: a lifetime needs at least nMix iterations. Separate prefill steps just lengthen the cycle.
   const iters = mixes ? Math.max(life, nMix) : life;
@@ -104,11 +116,14 @@ export function aggPoint(ctx: EngineContext, cfg: AggConfig, clients: number, me
     ttftPrefill = steadyTtft + Math.max(0, burstTtft - steadyTtft) / BENCH_ROUNDS;
   } else {
     // Prefill-first scheduling keeps the clients in lockstep: every round is a burst of prompts followed by
-    // uninterrupted decode steps.
-    tpot = tDec;
+    // uninterrupted decode steps. A request whose prompt went early still waits for the rest of the burst
+    // before its second token, so the round (burst + decode) is every request's latency and TPOT carries
+    // the part of the burst after its own first token.
     ttftPrefill = Math.max(burstTtft, k * tFull);
+    const burstAll = Math.max(Math.ceil(nMix), k) * tFull;
+    tpot = tDec + Math.max(0, burstAll - ttftPrefill) / D;
   }
-  const baseTtft = prof.requestOverheadMs + ttftPrefill;
+  const baseTtft = prof.requestOverheadMs + ttftPrefill + (prof.outputLagSteps ?? 0) * tIter;
   const cycleMs = iters * tIter;
   const running = baseTtft + D * tpot;
   // Slots turn over once per cycle; clients beyond the running slots queue for one.
@@ -117,10 +132,12 @@ export function aggPoint(ctx: EngineContext, cfg: AggConfig, clients: number, me
   const rate = Math.min(slotRate, clientRate);
   const queue = Math.max(0, clients / rate - running);
   const ttft = baseTtft + queue;
+  // Time between output tokens: D steps emit outTok tokens.
+  const tpotTok = (tpot * D) / outTok;
   return {
     ttftMs: ttft,
-    tpotMs: tpot,
-    requestLatencyMs: ttft + D * tpot,
+    tpotMs: tpotTok,
+    requestLatencyMs: ttft + outTok * tpotTok,
     requestsPerS: rate * 1000,
     running: n,
     ttftParts: { queue: queue + engineWait, prefill: k * tFull, residual, request: prof.requestOverheadMs },

@@ -47,6 +47,11 @@ export interface BackendProfile {
   moeDpWithMoeTp: boolean;
   /** Whether disaggregated prefill and decode must use the same TP size. */
   disaggSameTp: boolean;
+  /**
+   * Steps between a token's forward pass and its return to the client: an overlap scheduler prepares step
+   * i+1 on the host while step i runs and hands step i's tokens out one step later.
+   */
+  outputLagSteps?: number;
 }
 
 function range(start: number, end: number, step: number): number[] {
@@ -91,9 +96,12 @@ const BASE: Record<Backend, Omit<BackendProfile, 'version'>> = {
     cudaGraphMaxBatch: 512,
     cudaGraphSizes: SGLANG_GRAPH,
     stepOverheadMs: 0,
-    perSeqOverheadMs: 0,
+    // The Python scheduler and detokenizer handle every running request each step (fitted on high-concurrency runs).
+    perSeqOverheadMs: 0.015,
     eagerLayerMs: 0.0,
-    requestOverheadMs: 100,
+    requestOverheadMs: 150,
+    // Overlap scheduler: a step's tokens reach the client one step later.
+    outputLagSteps: 1,
     mixesPrefill: false,
     kvOnDemand: true,
     moeDpWithMoeTp: true,
@@ -113,6 +121,8 @@ const BASE: Record<Backend, Omit<BackendProfile, 'version'>> = {
     perSeqOverheadMs: 0,
     eagerLayerMs: 0.0,
     requestOverheadMs: 70,
+    // PyTorch-backend overlap scheduler: a step's tokens reach the client one step later.
+    outputLagSteps: 1,
     mixesPrefill: true,
     kvOnDemand: false,
     moeDpWithMoeTp: true,

@@ -5,6 +5,8 @@ import type { PerfSource } from '../perf/types.js';
 import { estimateAgg, estimateDisagg, isRefusal } from './index.js';
 import type { AggConfig, DisaggConfig, EngineContext, Estimate, PoolConfig, Refusal } from './types.js';
 import { backendProfile } from './backends.js';
+import { sizeUnrecordedPools, wideEpLayout } from './disagg.js';
+import { rowSpeculation } from './disagg-mtp.js';
 
 export type Row = Record<string, string>;
 
@@ -76,14 +78,44 @@ export function rowConcurrency(row: Row): number | undefined {
   return undefined;
 }
 
-export function rowAggConfig(row: Row, backend: Backend, version: string): AggConfig {
+/**
+ * Some rows record tp (or dp) as moe_tp x moe_ep with moe_tp = moe_ep = the GPU count (tp 64 with moe_tp 8 and
+ * moe_ep 8 for 4 clients on an 8-GPU node): the run used moe_ep GPUs with expert parallelism, so read it so.
+ */
+function squaredMoeLayout(row: Row): { tp: number; dp: number; gpus: number } | undefined {
   const tp = int(row.tp_size);
   const dp = int(row.attention_dp_size);
-  // The engine ran every client of the benchmark at once when the recorded batch is below the concurrency.
-  const batch = Math.max(int(row.batch_size) * dp, rowConcurrency(row) ?? 1);
+  const mt = int(row.moe_tp_size, 0);
+  const me = int(row.moe_ep_size, 0);
+  if (mt > 1 && mt === me && tp * dp === mt * me) return dp > 1 ? { tp: 1, dp: me, gpus: me } : { tp: me, dp: 1, gpus: me };
+  return undefined;
+}
+
+/**
+ * Replicas of an agg row: batch_size is the concurrency per replica (per attention-dp rank), so a benchmark
+ * concurrency that is a multiple of it spread its clients over that many identical replicas.
+ */
+export function rowAggReplicas(row: Row): number {
+  if (squaredMoeLayout(row)) return 1;
+  const perReplica = int(row.batch_size) * int(row.attention_dp_size);
+  const conc = rowConcurrency(row) ?? perReplica;
+  return Math.max(1, Math.round(conc / perReplica));
+}
+
+export function rowAggConfig(row: Row, backend: Backend, version: string): AggConfig {
+  const maxNumTokens = backendProfile(backend, version).maxNumTokens;
+  const sq = squaredMoeLayout(row);
+  if (sq) {
+    const batch = rowConcurrency(row) ?? int(row.batch_size) * int(row.attention_dp_size);
+    return { tp: sq.tp, pp: int(row.pp_size), dp: sq.dp, moeTp: 1, moeEp: sq.gpus, batchSize: batch, maxNumTokens };
+  }
+  const tp = int(row.tp_size);
+  const dp = int(row.attention_dp_size);
+  // Each replica runs its share of the clients at once (a recorded batch below that share is the clients').
+  const batch = Math.max(int(row.batch_size) * dp, Math.ceil((rowConcurrency(row) ?? 1) / rowAggReplicas(row)));
   return {
     tp, pp: int(row.pp_size), dp, moeTp: int(row.moe_tp_size, tp * dp), moeEp: int(row.moe_ep_size),
-    batchSize: batch, maxNumTokens: backendProfile(backend, version).maxNumTokens,
+    batchSize: batch, maxNumTokens,
   };
 }
 
@@ -116,6 +148,12 @@ export interface RowInputs {
   perf: PerfSource;
 }
 
+/**
+ * Acceptance of each draft position in the measured agg runs, fitted on them (2.5 tokens per step at depth 3):
+ * the benchmarks' synthetic prompts accept fewer drafts than the 85-90% reported on real text.
+ */
+export const AGG_ROW_MTP_ACCEPTANCE = 0.7;
+
 /** Estimate one row (context built by the caller from its model, system and engine). */
 export function estimateRow(row: Row, inp: RowInputs): Estimate | Refusal {
   const dt = rowDtypes(row, inp.model);
@@ -125,8 +163,22 @@ export function estimateRow(row: Row, inp: RowInputs): Estimate | Refusal {
     workload: { isl: int(row.isl), osl: int(row.osl), prefix: 0 },
   };
   const conc = rowConcurrency(row);
-  if (row.mode === 'disagg') return estimateDisagg(ctx, rowDisaggConfig(row, inp.backend, inp.version), { concurrency: conc });
-  return estimateAgg(ctx, rowAggConfig(row, inp.backend, inp.version), { concurrency: conc });
+  if (row.mode === 'disagg') {
+    const planner = !!(row.decode_num_workers || row.prefill_num_workers);
+    const spec = rowSpeculation(inp.model, inp.backend, planner);
+    if (spec) ctx.speculation = spec;
+    let cfg = rowDisaggConfig(row, inp.backend, inp.version);
+    cfg = { prefill: cfg.prefill, decode: wideEpLayout(ctx, cfg.decode) };
+    // Rows that leave the worker counts blank ran a deployment sized to their concurrency.
+    if (conc && !planner) cfg = sizeUnrecordedPools(ctx, cfg, conc);
+    return estimateDisagg(ctx, cfg, { concurrency: conc });
+  }
+  // Measured agg runs of MTP checkpoints on TRT-LLM / SGLang used the recipes' speculative decoding.
+  const aggSpec = rowSpeculation(inp.model, inp.backend, false);
+  if (aggSpec) ctx.speculation = { ...aggSpec, acceptance: AGG_ROW_MTP_ACCEPTANCE };
+  // A recorded tp that cannot split the heads (or spans boards) ran attention data parallel (wide EP).
+  const { workers: _w, ...aggCfg } = wideEpLayout(ctx, { ...rowAggConfig(row, inp.backend, inp.version), workers: 1 });
+  return estimateAgg(ctx, aggCfg, { concurrency: conc, replicas: rowAggReplicas(row) });
 }
 
 export const PREDICTED_COLUMNS = [

@@ -1,0 +1,90 @@
+import { describe, expect, it } from 'vitest';
+import { estimateAgg, isRefusal } from '../../src/engine/index.js';
+import { aggMemory, aggPoint } from '../../src/engine/agg.js';
+import { speculationOf } from '../../src/engine/steps.js';
+import { rowAggConfig, rowAggReplicas } from '../../src/engine/rows.js';
+import type { AggEstimate, MemoryPicture } from '../../src/engine/types.js';
+import { agg, testCtx } from './helpers.js';
+
+function ok<T>(e: T | { refused: true; reason: string }): T {
+  if (isRefusal(e)) throw new Error(`unexpected refusal: ${e.reason}`);
+  return e as T;
+}
+
+describe('scheduler details of aggregated serving', () => {
+  it('a prompt just over the token budget costs about one prompt of prefill, not two full chunks', () => {
+    const at = (isl: number) => {
+      const ctx = testCtx('meta-llama/Llama-3.1-70B', { gemm: 'fp8', kv: 'fp8', workload: { isl, osl: 256 } });
+      const cfg = agg(8, 1);
+      return aggPoint(ctx, cfg, 1, aggMemory(ctx, cfg) as MemoryPicture).ttftParts.prefill;
+    };
+    const below = at(8000);
+    const over = at(8300); // 2 chunks under an 8192 budget
+    expect(over).toBeGreaterThan(below);
+    expect(over).toBeLessThan(below * 1.3);
+  });
+
+  it('prefill-first lockstep (SGLang < 0.5.6): the burst lengthens TPOT, and TTFT is the mean position in the burst', () => {
+    const ctx = testCtx('Qwen/Qwen3-32B', { backend: 'sglang', version: '0.5.1', workload: { isl: 4096, osl: 128 } });
+    const cfg = agg(8, 128);
+    const mem = aggMemory(ctx, cfg) as MemoryPicture;
+    const p = aggPoint(ctx, cfg, 128, mem);
+    // 128 prompts of 4096 tokens at 8192 per step: 64 prefill steps per round.
+    expect(p.tpotMs).toBeGreaterThan(p.decodeStepMs * 1.5);
+    const burst = 64 * p.mixedStepMs;
+    expect(p.ttftMs).toBeGreaterThan(0.4 * burst);
+    expect(p.ttftMs).toBeLessThan(0.7 * burst);
+    // The round (burst + decode) is the request latency.
+    expect(p.requestLatencyMs).toBeGreaterThan(burst);
+  });
+
+  it('SGLang pays host time per running request', () => {
+    const ctx = testCtx('meta-llama/Llama-3.1-8B', { backend: 'sglang', version: '0.5.9' });
+    const vctx = testCtx('meta-llama/Llama-3.1-8B', { backend: 'vllm', version: '0.12.0' });
+    const s = ok(estimateAgg(ctx, agg(1, 256))) as AggEstimate;
+    const v = ok(estimateAgg(vctx, agg(1, 256))) as AggEstimate;
+    expect(s.metrics.tpotMs).toBeGreaterThan(v.metrics.tpotMs);
+  });
+});
+
+describe('speculative decoding (MTP) in aggregated serving', () => {
+  const ctx = testCtx('deepseek-ai/DeepSeek-V3', { backend: 'trtllm', version: '1.2.0rc5', kv: 'fp8', workload: { isl: 1024, osl: 1024 } });
+  const cfg = { tp: 8, pp: 1, dp: 1, moeTp: 1, moeEp: 8, batchSize: 16, maxNumTokens: 8192 };
+  const mem = aggMemory(ctx, cfg) as MemoryPicture;
+  it('is off unless the context asks for it', () => {
+    expect(speculationOf(ctx)).toEqual({ draft: 0, perStep: 1 });
+  });
+  it('a draft position counts only when the ones before it were accepted', () => {
+    expect(speculationOf({ ...ctx, speculation: { draft: 3, acceptance: 0.5 } }).perStep).toBeCloseTo(1.875, 9);
+  });
+  it('emits more than one token per step: TPOT below the (heavier) step time, and below plain decoding', () => {
+    const plain = aggPoint(ctx, cfg, 16, mem);
+    const sctx = { ...ctx, speculation: { draft: 3, acceptance: 0.7 } };
+    const p = aggPoint(sctx, cfg, 16, mem);
+    expect(p.decodeStepMs).toBeGreaterThan(plain.decodeStepMs);
+    expect(p.tpotMs).toBeLessThan(p.decodeStepMs);
+    expect(p.tpotMs).toBeLessThan(plain.tpotMs);
+    expect(p.requestLatencyMs).toBeCloseTo(p.ttftMs + 1023 * p.tpotMs, 6);
+  });
+});
+
+describe('e2e rows: benchmark concurrency spread over replicas', () => {
+  const base = { mode: 'agg', tp_size: '2', attention_dp_size: '', moe_tp_size: '', moe_ep_size: '', batch_size: '16' };
+  it('concurrency a multiple of batch_size means that many replicas of batch_size clients each', () => {
+    const row = { ...base, silicon_data_source: 'x; silicon_concurrency=64; y' };
+    expect(rowAggReplicas(row)).toBe(4);
+    expect(rowAggConfig(row, 'trtllm', '1.2.0rc5').batchSize).toBe(16);
+  });
+  it('tp recorded as moe_tp x moe_ep with moe_tp = moe_ep reads as moe_ep GPUs of expert parallelism', () => {
+    const row = { mode: 'agg', tp_size: '64', attention_dp_size: '1', moe_tp_size: '8', moe_ep_size: '8', batch_size: '16', silicon_data_source: 'silicon_concurrency=16' };
+    expect(rowAggConfig(row, 'trtllm', '1.2.0rc5')).toMatchObject({ tp: 8, dp: 1, moeTp: 1, moeEp: 8, batchSize: 16 });
+    const dpRow = { ...row, tp_size: '1', attention_dp_size: '64', batch_size: '4', silicon_data_source: 'silicon_concurrency=256' };
+    expect(rowAggConfig(dpRow, 'trtllm', '1.2.0rc5')).toMatchObject({ tp: 1, dp: 8, moeTp: 1, moeEp: 8, batchSize: 256 });
+    expect(rowAggReplicas(dpRow)).toBe(1);
+  });
+  it('concurrency equal to batch_size is one replica', () => {
+    const row = { ...base, silicon_data_source: 'silicon_concurrency=16' };
+    expect(rowAggReplicas(row)).toBe(1);
+    expect(rowAggConfig(row, 'trtllm', '1.2.0rc5').batchSize).toBe(16);
+  });
+});
