@@ -7,39 +7,18 @@ import type { AggConfig, DisaggConfig, EngineContext, Estimate, PoolConfig, Refu
 import { backendProfile } from './backends.js';
 import { sizeUnrecordedPools, wideEpLayout } from './disagg.js';
 import { rowSpeculation } from './disagg-mtp.js';
+import { parse } from 'csv-parse/sync';
+import { InputError } from '../util/errors.js';
 
 export type Row = Record<string, string>;
 
-/** RFC 4180 CSV (quoted fields, doubled quotes, CRLF or LF) into header-keyed rows. */
+/** CSV (quoted fields, CRLF or LF) into header-keyed rows; short rows are padded with empty cells. */
 export function parseCsv(text: string): { header: string[]; rows: Row[] } {
-  const records: string[][] = [];
-  let field = '';
-  let rec: string[] = [];
-  let quoted = false;
-  for (let i = 0; i < text.length; i++) {
-    const ch = text[i];
-    if (quoted) {
-      if (ch === '"') {
-        if (text[i + 1] === '"') {
-          field += '"';
-          i++;
-        } else quoted = false;
-      } else field += ch;
-    } else if (ch === '"') quoted = true;
-    else if (ch === ',') {
-      rec.push(field);
-      field = '';
-    } else if (ch === '\n' || ch === '\r') {
-      if (ch === '\r' && text[i + 1] === '\n') i++;
-      rec.push(field);
-      field = '';
-      if (rec.length > 1 || rec[0] !== '') records.push(rec);
-      rec = [];
-    } else field += ch;
-  }
-  if (field !== '' || rec.length) {
-    rec.push(field);
-    records.push(rec);
+  let records: string[][];
+  try {
+    records = parse(text, { bom: true, relax_column_count: true, skip_empty_lines: true, record_delimiter: ['\r\n', '\n', '\r'] });
+  } catch (e) {
+    throw new InputError(`CSV: ${(e as Error).message.split('\n')[0]}`);
   }
   const header = records.shift() ?? [];
   const rows = records.map((r) => Object.fromEntries(header.map((h, i) => [h, r[i] ?? ''])));

@@ -5,9 +5,9 @@ import { modelsMarkdown, systemsMarkdown } from '../../src/inputs/markdown.js';
 import { listBundledModels } from '../../src/inputs/models.js';
 import { listSystems } from '../../src/inputs/systems.js';
 
-const DOC = readFileSync(join(import.meta.dirname, '../../docs/readme/inputs.md'), 'utf8');
+const DOC = readFileSync(join(import.meta.dirname, '../../docs/inputs.md'), 'utf8');
 
-describe('docs/readme/inputs.md is generated from the data', () => {
+describe('docs/inputs.md is generated from the data', () => {
   it('systems table (configure systems --markdown)', () => {
     expect(DOC).toContain(systemsMarkdown(listSystems()));
   });
