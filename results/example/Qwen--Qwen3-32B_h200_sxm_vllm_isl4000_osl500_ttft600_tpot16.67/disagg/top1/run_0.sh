@@ -30,8 +30,8 @@ CUDA_VISIBLE_DEVICES='0,1,2,3' DYN_SYSTEM_PORT='8081' DYN_VLLM_KV_EVENT_PORT='20
     --tensor-parallel-size '4' \
     --pipeline-parallel-size '1' \
     --data-parallel-size '1' \
-    --max-num-seqs '1' \
-    --max-num-batched-tokens '4000' \
+    --max-num-seqs '2' \
+    --max-num-batched-tokens '8000' \
     --max-model-len '5120' \
     --kv-cache-dtype 'auto' \
     --is-prefill-worker \
