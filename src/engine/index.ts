@@ -61,6 +61,28 @@ function memoAggPoint(ctx: EngineContext, c: AggConfig, clients: number, mem: Me
   return v;
 }
 
+/** Serving metrics of a priced point: `requestsPerS` covers every GPU the estimate counts. */
+function servingMetrics(
+  ctx: EngineContext,
+  p: { ttftMs: number; tpotMs: number; requestLatencyMs: number },
+  requestsPerS: number,
+  concurrency: number,
+  gpus: number,
+): ServingMetrics {
+  const outTok = requestsPerS * ctx.workload.osl;
+  return {
+    ttftMs: p.ttftMs,
+    tpotMs: p.tpotMs,
+    requestLatencyMs: p.requestLatencyMs,
+    outputTokPerS: outTok,
+    tokPerSPerGpu: outTok / gpus,
+    tokPerSPerUser: 1000 / p.tpotMs,
+    requestsPerS,
+    concurrency,
+    gpus,
+  };
+}
+
 /**
  * Aggregated serving: `replicas` identical instances of `config`, `concurrency` clients in total
  * (default batchSize x replicas). Metrics cover all replicas.
@@ -81,19 +103,7 @@ export function estimateAgg(
   const p = memoAggPoint(ctx, config, perReplica, mem);
   if (!Number.isFinite(p.ttftMs) || !Number.isFinite(p.tpotMs)) return engineRefusal(notPriced(ctx));
   const gpus = gpusOf(config) * replicas;
-  const osl = ctx.workload.osl;
-  const outTok = p.requestsPerS * osl * replicas;
-  const metrics: ServingMetrics = {
-    ttftMs: p.ttftMs,
-    tpotMs: p.tpotMs,
-    requestLatencyMs: p.requestLatencyMs,
-    outputTokPerS: outTok,
-    tokPerSPerGpu: outTok / gpus,
-    tokPerSPerUser: 1000 / p.tpotMs,
-    requestsPerS: p.requestsPerS * replicas,
-    concurrency,
-    gpus,
-  };
+  const metrics = servingMetrics(ctx, p, p.requestsPerS * replicas, concurrency, gpus);
   const est: AggEstimate = {
     refused: false,
     mode: 'agg',
@@ -123,18 +133,7 @@ export function estimateDisagg(
   const p = disaggPoint(ctx, config, concurrency, memory);
   if (!Number.isFinite(p.ttftMs) || !Number.isFinite(p.tpotMs)) return engineRefusal(notPriced(ctx));
   const gpus = gpusOfPool(config.prefill) * config.prefill.workers + gpusOfPool(config.decode) * config.decode.workers;
-  const outTok = p.requestsPerS * ctx.workload.osl;
-  const metrics: ServingMetrics = {
-    ttftMs: p.ttftMs,
-    tpotMs: p.tpotMs,
-    requestLatencyMs: p.requestLatencyMs,
-    outputTokPerS: outTok,
-    tokPerSPerGpu: outTok / gpus,
-    tokPerSPerUser: 1000 / p.tpotMs,
-    requestsPerS: p.requestsPerS,
-    concurrency,
-    gpus,
-  };
+  const metrics = servingMetrics(ctx, p, p.requestsPerS, concurrency, gpus);
   const est: DisaggEstimate = {
     refused: false,
     mode: 'disagg',
