@@ -41,6 +41,10 @@ export async function resolveModel(hfId: string, opts: ResolveOptions = {}): Pro
     if (st.isDirectory()) return fromDirectory(name, displayIdForDir(name));
     if (st.isFile()) return fromConfigFile(name, displayIdForFile(name));
   }
+  // A path that does not exist is a typo, not a Hub id: say so instead of asking the network.
+  if (/^(\.{1,2}|~)?\//.test(name)) {
+    throw new InputError(`model "${hfId}": no such directory or config.json; give an existing path, a bundled id (configure models) or ORG/NAME`);
+  }
   if (!/^[\w.-]+\/[\w.-]+$/.test(name)) {
     throw new InputError(`model "${hfId}" is not bundled, not a local directory or config.json, and not an ORG/NAME Hub id; bundled models: configure models`);
   }

@@ -114,6 +114,14 @@ describe('Hugging Face cache', () => {
   it('an id that is neither bundled, local nor ORG/NAME is bad input', async () => {
     await expect(resolveModel('not a model', { env: offline() })).rejects.toThrow(InputError);
   });
+  it('a path that does not exist is bad input without asking the Hub', async () => {
+    const neverCalled = (() => {
+      throw new Error('the Hub must not be asked for a local path');
+    }) as unknown as typeof fetch;
+    for (const id of ['./absent-dir', '../absent/x', '/absent/dir']) {
+      await expect(resolveModel(id, { env: {}, fetchImpl: neverCalled })).rejects.toThrow(/no such directory/);
+    }
+  });
 });
 
 describe('the Hub over HTTP (local server)', () => {
