@@ -67,6 +67,9 @@ export function parseCalibration(text: string): SystemCalibration {
   return mapModels(JSON.parse(text) as Stored, (s) => (typeof s === 'string' ? decodeSurface(s) : s));
 }
 
+/** Formats a version that never measured them takes from another engine on the same GPU (see resolvedModel). */
+const FORMAT_BORROW = new Set(['mxfp4']);
+
 /** An outlier source is this many times slower (or faster) than the median source of the system. */
 export const OUTLIER_RATIO = 4;
 
@@ -136,6 +139,19 @@ export function findOutlierGroups(cal: SystemCalibration): ExcludedGroup[] {
   return out;
 }
 
+/**
+ * MXFP4 experts measured with bf16 activations by a source that also measured the GPU's native FP4 MoE kernel
+ * (NVFP4) and far slower than it (median over the lattice, more than OUTLIER_RATIO): engines serve MXFP4 through
+ * the native path there (vLLM on Blackwell: FlashInfer TRT-LLM-gen), so that table is not what serving runs and
+ * the source's native FP4 group prices MXFP4 instead.
+ */
+export function unservedMxfp4(m: OpModel | undefined): boolean {
+  const mx = m?.groups.mxfp4, nv = m?.groups.nvfp4;
+  if (!m || !mx || !nv) return false;
+  const d = latticeNodes(m, 4000).map((x) => evalCorrection(m, mx, x) - evalCorrection(m, nv, x)).sort((a, b) => a - b);
+  return Math.exp(d[d.length >> 1]!) > OUTLIER_RATIO;
+}
+
 /** Sources in the order a (backend, version) borrows from: same backend by version distance, then the others. */
 function borrowOrder(cal: SystemCalibration, backend: string, version: string, op: ModelOp): string[] {
   const keys = Object.keys(cal.sources).filter((k) => cal.sources[k]![op]).sort();
@@ -147,8 +163,9 @@ const resolvedMemo = new WeakMap<SystemCalibration, Map<string, OpModel | undefi
 
 /**
  * The op model a (backend, version) uses: its plan source's groups, where a group is excluded as an outlier
- * the same group of the nearest source that is not, and groups (dtypes) it never measured from the nearest
- * version of the same backend that did.
+ * (or is an unserved MXFP4 table, see unservedMxfp4) the same group of the nearest source that is not, and groups
+ * (dtypes) it never measured from the nearest version of the same backend that did (MXFP4: else from another
+ * engine on the same GPU).
  */
 export function resolvedModel(cal: SystemCalibration, backend: string, version: string, op: ModelOp, primary: string | undefined): OpModel | undefined {
   let memo = resolvedMemo.get(cal);
@@ -159,6 +176,7 @@ export function resolvedModel(cal: SystemCalibration, backend: string, version: 
   let out = base;
   if (base) {
     const excluded = new Set((cal.excluded ?? []).filter((e) => e.op === op).map((e) => `${e.source}|${e.group}`));
+    if (op === 'moe') for (const k of Object.keys(cal.sources)) if (unservedMxfp4(cal.sources[k]!.moe)) excluded.add(`${k}|mxfp4`);
     const order = [primary!, ...borrowOrder(cal, backend, version, op).filter((k) => k !== primary)]
       .filter((k) => sameLattice(base, cal.sources[k]![op]!));
     const groups: Record<string, GroupModel> = {};
@@ -178,11 +196,15 @@ export function resolvedModel(cal: SystemCalibration, backend: string, version: 
       const own = base.groups[g];
       const ok = order.find((k) => cal.sources[k]![op]!.groups[g] && !excluded.has(`${k}|${g}`));
       if (own && !excluded.has(`${primary}|${g}`)) groups[g] = own;
-      else if (own) groups[g] = ok ? cal.sources[ok]![op]!.groups[g]! : (kin(g) ?? own);
+      else if (own) groups[g] = ok ? cal.sources[ok]![op]!.groups[g]! : (kin(g) ?? (g === 'mxfp4' ? base.groups.nvfp4 : undefined) ?? own);
       else {
-        // A dtype this version never measured: only from another version of the same engine.
+        // A dtype this version never measured: from another version of the same engine, else (FORMAT_BORROW
+        // only) the same format measured by another engine on this GPU, which is closer than a different format
+        // of this engine (e.g. MXFP4 experts priced as int4 weight-only, 3x slower on H100 vLLM).
         const same = order.find((k) => k.startsWith(`${backend}/`) && cal.sources[k]![op]!.groups[g] && !excluded.has(`${k}|${g}`));
-        if (same) groups[g] = cal.sources[same]![op]!.groups[g]!;
+        const other = FORMAT_BORROW.has(g) ? order.find((k) => cal.sources[k]![op]!.groups[g] && !excluded.has(`${k}|${g}`)) : undefined;
+        const from = same ?? other;
+        if (from) groups[g] = cal.sources[from]![op]!.groups[g]!;
       }
     }
     out = { ...base, groups };
