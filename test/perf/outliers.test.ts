@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { findOutlierGroups, loadCalibration, resolvedModel, type SystemCalibration } from '../../src/perf/calibration.js';
+import { findOutlierGroups, loadCalibration, resolvedModel, unservedMxfp4, type SystemCalibration } from '../../src/perf/calibration.js';
 import { servingMoeRows, pickMoeDistribution } from '../../src/perf/aic.js';
 import type { OpModel } from '../../src/perf/model.js';
 import { loadSystem } from '../../src/inputs/systems.js';
@@ -63,5 +63,18 @@ describe('bundled GB200 TRT-LLM decode attention', () => {
     const q = { batch: 89, kvLen: 4000, heads: 64, kvHeads: 8, headDim: 128, kvDtype: 'bfloat16' as const, window: 0 };
     const s = generationAttentionSol(peaksOf(sys), 89, 4000, 64, 8, 128, 'bfloat16', 0);
     expect(src.generationAttention(q) / s).toBeLessThan(4);
+  });
+});
+
+describe('MXFP4 MoE tables measured with a kernel engines do not serve', () => {
+  /** One source's MoE model with an nvfp4 and an mxfp4 group of the given efficiencies. */
+  const moe = (nvEff: number, mxEff: number): OpModel => ({
+    ...flat(0, []),
+    groups: { ...flat(Math.log(nvEff), ['nvfp4']).groups, ...flat(Math.log(mxEff), ['mxfp4']).groups },
+  });
+  it('sets aside an mxfp4 fit far less efficient than the same source nvfp4 fit, keeps a close one', () => {
+    expect(unservedMxfp4(flat(Math.log(12), ['mxfp4']))).toBe(false); // no nvfp4 to compare with
+    expect(unservedMxfp4(moe(1.5, 9))).toBe(true);
+    expect(unservedMxfp4(moe(1.5, 2))).toBe(false);
   });
 });
