@@ -3,7 +3,7 @@
 import { Command, Option } from 'commander';
 import { nonNegativeInt, positiveInt, positiveNumber } from './common.js';
 import { InputError } from '../util/errors.js';
-import { BACKENDS, type Backend, type Dtype } from '../inputs/types.js';
+import { BACKENDS, type Backend, type Dtype, type Sla } from '../inputs/types.js';
 
 export const DEFAULTS = { isl: 4000, osl: 1000, ttft: 2000, tpot: 30, topN: 5, dynamoVersion: '0.9' } as const;
 
@@ -39,6 +39,11 @@ export function addModelSystemOptions(cmd: Command): Command {
     .addOption(new Option('--kv-cache-dtype <dtype>', "override the checkpoint's KV-cache dtype").argParser(dtypeParser('--kv-cache-dtype')))
     .option('--perf-data <dir>', 'performance tables: a directory in our format or an aiconfigurator systems data directory')
     .option('--calibration <file>', 'apply a correction profile written by `configure calibrate`');
+}
+
+/** --hf-id and --system become optional (the command finds them elsewhere: a CSV, a plan file). */
+export function relaxModelSystem(cmd: Command): void {
+  for (const o of cmd.options) if (o.long === '--hf-id' || o.long === '--system') o.mandatory = false;
 }
 
 export function addWorkloadOptions(cmd: Command): Command {
@@ -100,4 +105,9 @@ export function readCommonInputs(o: Record<string, unknown>): CommonInputs {
     tpot: (o.tpot as number | undefined) ?? DEFAULTS.tpot,
     requestLatency: o.requestLatency as number | undefined,
   };
+}
+
+/** The SLA the search filters by, from the shared flags. */
+export function slaOf(inputs: CommonInputs): Sla {
+  return { ttftMs: inputs.ttft, tpotMs: inputs.tpot, requestLatencyMs: inputs.requestLatency };
 }

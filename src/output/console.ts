@@ -1,12 +1,15 @@
 // The console report of `configure default`: effective parameters, results box, Pareto plot, top-N tables.
 import Table from 'cli-table3';
+import { PLAIN_STYLE } from './table.js';
 import { Chalk } from 'chalk';
 import type { AggEstimate, Band, DisaggEstimate } from '../engine/types.js';
 import type { ModeResult, RankedCandidate, SearchResult } from '../search/types.js';
 import type { NoFeasibleDetail } from '../search/explain.js';
 import type { Recommendation, RecommendResult } from '../search/recommend.js';
-import { bestOf, replicasOf } from '../search/json.js';
+import { bestOf, budgetScale, replicasOf } from '../search/json.js';
+import { gpusOf } from '../search/port.js';
 import { asciiPareto } from './ascii-pareto.js';
+import { num } from '../util/format.js';
 
 export interface RenderOptions {
   color: boolean;
@@ -26,25 +29,13 @@ function palette(color: boolean): Palette {
   return { head: c.cyan, good: c.green, bad: c.red, dim: c.dim, bold: c.bold };
 }
 
-const TABLE_STYLE = { style: { head: [], border: [] } };
-
-/** 3 significant-ish digits: 3785, 61.2, 7.41. */
-export function num(v: number): string {
-  if (!Number.isFinite(v)) return String(v);
-  const a = Math.abs(v);
-  return a >= 100 ? v.toFixed(0) : a >= 10 ? v.toFixed(1) : v.toFixed(2);
-}
+export { num };
 
 const band = (b: Band): string => `[${num(b.low)} - ${num(b.high)}]`;
 
-/** What the whole budget delivers, from the estimate of one replica (disagg) or of all replicas (agg). */
-function scale(c: RankedCandidate): number {
-  return c.gpusUsed / Math.max(1, c.estimate.metrics.gpus);
-}
-
 function concurrencyText(c: RankedCandidate): string {
   const r = replicasOf(c);
-  const total = Math.round(c.estimate.metrics.concurrency * scale(c));
+  const total = Math.round(c.estimate.metrics.concurrency * budgetScale(c));
   return `${total} (=${Math.round(total / r)}x${r})`;
 }
 
@@ -82,7 +73,7 @@ function describe(c: RankedCandidate): string {
 
 export function renderResultsBox(result: SearchResult, p: Palette): string {
   const best = bestOf(result);
-  const t = new Table({ ...TABLE_STYLE, colWidths: [20, 74], wordWrap: true });
+  const t = new Table({ ...PLAIN_STYLE, colWidths: [20, 74], wordWrap: true });
   const i = result.inputs;
   t.push([p.bold('model'), i.model]);
   t.push([p.bold('GPUs'), `${i.totalGpus} x ${i.system}`]);
@@ -90,7 +81,7 @@ export function renderResultsBox(result: SearchResult, p: Palette): string {
   if (best) {
     const m = best.estimate.metrics;
     const b = best.estimate.bands;
-    const k = scale(best);
+    const k = budgetScale(best);
     t.push([p.bold('best configuration'), describe(best)]);
     t.push([p.bold('throughput'), `${num(m.outputTokPerS * k)} tokens/s over ${best.gpusUsed} GPUs`]);
     t.push([p.bold('per GPU'), `${num(best.clusterTokPerSPerGpu)} tokens/s/gpu over the budget (${num(m.tokPerSPerGpu)} per GPU used) ${band(b.tokPerSPerGpu)}`]);
@@ -131,7 +122,7 @@ function metricCells(c: RankedCandidate, rank: number): string[] {
 }
 
 export function renderAggTable(top: RankedCandidate[], p: Palette): string {
-  const t = new Table({ ...TABLE_STYLE, head: [...METRIC_HEAD, 'parallel', 'bs', 'max tokens'].map((h) => p.head(h)) });
+  const t = new Table({ ...PLAIN_STYLE, head: [...METRIC_HEAD, 'parallel', 'bs', 'max tokens'].map((h) => p.head(h)) });
   top.forEach((c, i) => {
     const cfg = (c.estimate as AggEstimate).config;
     t.push([...metricCells(c, i + 1), c.parallel, String(cfg.batchSize), String(cfg.maxNumTokens)]);
@@ -141,21 +132,20 @@ export function renderAggTable(top: RankedCandidate[], p: Palette): string {
 
 export function renderDisaggTable(top: RankedCandidate[], p: Palette): string {
   const head = [...METRIC_HEAD, '(p)workers', '(p)parallel', '(p)bs', '(p)gpus', '(d)workers', '(d)parallel', '(d)bs', '(d)gpus', 'KV ms'];
-  const t = new Table({ ...TABLE_STYLE, head: head.map((h) => p.head(h)) });
+  const t = new Table({ ...PLAIN_STYLE, head: head.map((h) => p.head(h)) });
   top.forEach((c, i) => {
     const e = c.estimate as DisaggEstimate;
     const [pName, dName] = c.parallel.replace(/^p:/, '').split(' d:');
-    const g = (x: { tp: number; pp: number; dp: number }) => x.tp * x.pp * x.dp;
     t.push([
       ...metricCells(c, i + 1),
       String(e.config.prefill.workers),
       pName ?? '',
       String(e.config.prefill.batchSize),
-      String(g(e.config.prefill)),
+      String(gpusOf(e.config.prefill)),
       String(e.config.decode.workers),
       dName ?? '',
       String(e.config.decode.batchSize),
-      String(g(e.config.decode)),
+      String(gpusOf(e.config.decode)),
       num(e.kvTransferMs),
     ]);
   });
@@ -194,7 +184,7 @@ export function renderNoFeasible(detail: NoFeasibleDetail, opts: RenderOptions =
     (detail.sla.requestLatencyMs !== undefined ? `, request latency <= ${detail.sla.requestLatencyMs} ms` : '');
   out.push(p.bad(p.bold(`No configuration on ${detail.totalGpus} GPUs meets ${sla}.`)));
   const reasons = ['memory', 'engine', 'ttft', 'tpot', 'request_latency'] as const;
-  const t = new Table({ ...TABLE_STYLE, head: ['mode', 'evaluated', 'rate-matched only', ...reasons.map((r) => `removed: ${r}`)].map((h) => p.head(h)) });
+  const t = new Table({ ...PLAIN_STYLE, head: ['mode', 'evaluated', 'rate-matched only', ...reasons.map((r) => `removed: ${r}`)].map((h) => p.head(h)) });
   for (const m of detail.modes) t.push([m.mode, String(m.evaluated), String(m.screened), ...reasons.map((r) => String(m.removed[r]))]);
   out.push(t.toString());
   out.push(p.dim('memory/engine: refused before pricing; a priced candidate that breaks several targets counts under each;\nrate-matched only: disagg worker splits scored from pool capacities, of which the best are priced.'));
@@ -202,7 +192,7 @@ export function renderNoFeasible(detail: NoFeasibleDetail, opts: RenderOptions =
   if (misses.length > 0) {
     out.push('');
     out.push(p.bold('Nearest misses'));
-    const n = new Table({ ...TABLE_STYLE, head: ['mode', 'parallel', 'broke', 'detail'].map((h) => p.head(h)), colWidths: [8, 34, 17, 60], wordWrap: true });
+    const n = new Table({ ...PLAIN_STYLE, head: ['mode', 'parallel', 'broke', 'detail'].map((h) => p.head(h)), colWidths: [8, 34, 17, 60], wordWrap: true });
     for (const m of misses) n.push([m.mode, m.parallel, m.broke, m.detail]);
     out.push(n.toString());
   }
@@ -240,7 +230,7 @@ function recRow(r: Recommendation, rank: number): string[] {
 
 function recTable(rows: Recommendation[], p: Palette): string {
   const head = ['rank', 'GPUs', 'replicas', 'GPUs/replica', 'parallel', 'bs / workers', 'req/s served', 'of target', 'tokens/s/gpu', 'tokens/s/user', 'TTFT ms', 'TPOT ms'];
-  const t = new Table({ ...TABLE_STYLE, head: head.map((h) => p.head(h)) });
+  const t = new Table({ ...PLAIN_STYLE, head: head.map((h) => p.head(h)) });
   rows.forEach((r, i) => t.push(recRow(r, i + 1)));
   return t.toString();
 }
@@ -258,7 +248,7 @@ export function renderRecommend(result: RecommendResult, opts: RenderOptions): s
   const evaluated = (s.agg?.evaluated ?? 0) + (s.disagg?.evaluated ?? 0);
   out.push(p.dim(`evaluated ${evaluated} candidate replica units of up to ${result.unitBudget} GPUs; search took ${result.elapsedMs.toFixed(0)} ms`));
   out.push('');
-  const box = new Table({ ...TABLE_STYLE, colWidths: [20, 74], wordWrap: true });
+  const box = new Table({ ...PLAIN_STYLE, colWidths: [20, 74], wordWrap: true });
   const b = result.best;
   box.push([p.bold('target'), targetText(result.target)]);
   if (b) {

@@ -5,6 +5,7 @@ import type { AggEstimate, DisaggEstimate, MemoryPicture, ParallelLayout } from 
 import type { EngineContext } from '../engine/types.js';
 import type { Mode, RankedCandidate, SearchInputs } from '../search/types.js';
 import { round } from './generator-config.js';
+import { gpusOf } from '../search/port.js';
 
 const GIB = 1024 ** 3;
 
@@ -66,7 +67,7 @@ function aggRow(c: RankedCandidate, inputs: SearchInputs, ctx: EngineContext): R
   const e = c.estimate as AggEstimate;
   const m = e.metrics;
   const replicas = Math.max(1, c.replicas ?? e.replicas);
-  const g = e.config.tp * e.config.pp * e.config.dp;
+  const g = gpusOf(e.config);
   const seqLen = inputs.workload.isl + inputs.workload.osl;
   const moe = ctx.model.moe !== undefined;
   return {
@@ -96,8 +97,8 @@ function disaggRow(c: RankedCandidate, inputs: SearchInputs, ctx: EngineContext)
   const e = c.estimate as DisaggEstimate;
   const m = e.metrics;
   const { prefill: p, decode: d } = e.config;
-  const pg = p.tp * p.pp * p.dp;
-  const dg = d.tp * d.pp * d.dp;
+  const pg = gpusOf(p);
+  const dg = gpusOf(d);
   const perReplica = p.workers * pg + d.workers * dg;
   const replicas = Math.max(1, c.replicas ?? Math.round(c.gpusUsed / perReplica));
   const seqLen = inputs.workload.isl + inputs.workload.osl;

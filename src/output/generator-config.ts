@@ -5,17 +5,12 @@ import type { Band } from '../engine/types.js';
 import { InputError } from '../util/errors.js';
 import { derivePlan, type PlanInput, type WorkerGroup } from './plan.js';
 import { benchConcurrencies } from './scripts.js';
+import { round } from '../util/format.js';
 
 export const PLAN_KIND = 'inferplan-plan';
 export const INFERPLAN_VERSION = '0.1.0';
 
-/** Rounded for files people read and diff; enough digits for any comparison we make. */
-export function round(x: number, digits = 3): number {
-  if (!Number.isFinite(x)) return x;
-  const f = 10 ** digits;
-  const r = Math.round(x * f) / f;
-  return Object.is(r, -0) ? 0 : r;
-}
+export { round };
 
 function band(b: Band): [number, number] {
   return [round(b.low), round(b.high)];

@@ -49,6 +49,11 @@ function workerService(plan: DeployPlan, g: WorkerGroup, configMap: string | und
   return svc;
 }
 
+/** One TRT-LLM engine YAML per worker group, named by role (also the ConfigMap's keys). */
+function engineConfigFiles(plan: DeployPlan): Array<{ name: string; content: string }> {
+  return plan.groups.map((g) => ({ name: `${g.role}_config.yaml`, content: YAML.stringify(trtllmEngineConfig(plan, g), YAML_OPTIONS) }));
+}
+
 /** The manifest as plain objects: [ConfigMap (TRT-LLM only), DynamoGraphDeployment]. */
 export function deployDocuments(plan: DeployPlan): Record<string, unknown>[] {
   const name = k8sName(plan.modelId, plan.mode);
@@ -56,8 +61,7 @@ export function deployDocuments(plan: DeployPlan): Record<string, unknown>[] {
   let configMap: string | undefined;
   if (plan.backend === 'trtllm') {
     configMap = `${name}-engine-config`;
-    const data: Record<string, string> = {};
-    for (const g of plan.groups) data[`${g.role}_config.yaml`] = YAML.stringify(trtllmEngineConfig(plan, g), YAML_OPTIONS);
+    const data = Object.fromEntries(engineConfigFiles(plan).map((f) => [f.name, f.content]));
     docs.push({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: configMap }, data });
   }
   const frontend: Record<string, unknown> = {
@@ -105,6 +109,5 @@ export function buildDeployManifest(p: PlanInput): string {
 /** TRT-LLM engine YAML files (agg_config.yaml, or prefill_config.yaml + decode_config.yaml); none for other engines. */
 export function buildEngineConfigs(p: PlanInput): Array<{ name: string; content: string }> {
   const plan = derivePlan(p);
-  if (plan.backend !== 'trtllm') return [];
-  return plan.groups.map((g) => ({ name: `${g.role}_config.yaml`, content: YAML.stringify(trtllmEngineConfig(plan, g), YAML_OPTIONS) }));
+  return plan.backend === 'trtllm' ? engineConfigFiles(plan) : [];
 }

@@ -3,6 +3,7 @@
 import type { Backend, Dtype, SystemSpec } from '../inputs/types.js';
 import type { AggEstimate, DisaggEstimate, EngineContext, ParallelLayout } from '../engine/types.js';
 import type { Mode, RankedCandidate, SearchInputs } from '../search/types.js';
+import { gpusOf } from '../search/port.js';
 import { parseDynamoVersion, runtimeImage, type DynamoProfile, type ImageChoice } from './images.js';
 
 /** What the builders take: the search inputs, the engine context and one ranked candidate. */
@@ -55,10 +56,6 @@ export interface DeployPlan {
   isMoe: boolean;
   dynamo: DynamoProfile;
   image: ImageChoice;
-}
-
-function gpusOf(l: ParallelLayout): number {
-  return l.tp * l.pp * l.dp;
 }
 
 export function maxModelLen(isl: number, osl: number, maxPositions: number): number {

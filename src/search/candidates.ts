@@ -1,7 +1,6 @@
 // The search space: parallel layouts within a GPU budget, batch-size grids and token budgets.
 import type { EngineContext, ParallelLayout } from '../engine/types.js';
 import type { SearchRestrict } from './types.js';
-import type { Role, SearchEngine } from './port.js';
 import { gpusOf } from './port.js';
 
 function powersOfTwo(max: number): number[] {
@@ -54,23 +53,6 @@ export function enumerateLayouts(ctx: EngineContext, budget: number, restrict?: 
     }
   }
   return out;
-}
-
-/** Layouts the engine accepts in a role; the others are returned with the engine's reason. */
-export function splitByRule(
-  engine: SearchEngine,
-  ctx: EngineContext,
-  layouts: ParallelLayout[],
-  role: Role,
-): { ok: ParallelLayout[]; refused: { layout: ParallelLayout; reason: string }[] } {
-  const ok: ParallelLayout[] = [];
-  const refused: { layout: ParallelLayout; reason: string }[] = [];
-  for (const l of layouts) {
-    const reason = engine.layoutRule(ctx, l, role);
-    if (reason) refused.push({ layout: l, reason });
-    else ok.push(l);
-  }
-  return { ok, refused };
 }
 
 /** Round up to a "nice" batch size: multiples of 4 to 64, of 8 to 256, of 16 beyond. */

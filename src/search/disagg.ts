@@ -2,7 +2,7 @@
 // xPyD unit, replicated over the budget). Three stages: probe each pool alone for its capacity and latency;
 // rate-match every worker split of every pool pair from those capacities; price the promising units
 // exactly with the inference model (prefill queueing, KV transfer, the client loop).
-import type { DisaggConfig, EngineContext, ParallelLayout, PoolConfig, Refusal } from '../engine/types.js';
+import type { DisaggConfig, EngineContext, ParallelLayout, PoolConfig } from '../engine/types.js';
 import type { ModeResult, SearchSpec } from './types.js';
 import { isRefusal, type SearchEngine } from './port.js';
 import { batchGrid, enumerateLayouts, gpusOf, layoutName, prefillBatches } from './candidates.js';

@@ -3,6 +3,8 @@ import type { AggEstimate, DisaggEstimate, MetricBands, PoolConfig, ServingMetri
 import type { ModeResult, RankedCandidate, SearchResult } from './types.js';
 import { explain, hasFeasible, type NoFeasibleDetail } from './explain.js';
 import type { Recommendation, RecommendResult } from './recommend.js';
+import { round } from '../util/format.js';
+import { gpusOf } from './port.js';
 
 export interface PoolJson {
   workers: number;
@@ -72,7 +74,7 @@ export interface SearchJson {
   explanation: NoFeasibleDetail | null;
 }
 
-const r2 = (v: number): number => Math.round(v * 100) / 100;
+const r2 = (v: number): number => round(v, 2);
 
 function roundMetrics(m: ServingMetrics): ServingMetrics {
   return Object.fromEntries(Object.entries(m).map(([k, v]) => [k, r2(v as number)])) as unknown as ServingMetrics;
@@ -95,7 +97,7 @@ function poolJson(p: PoolConfig, parallel: string): PoolJson {
     moeEp: p.moeEp,
     batchSize: p.batchSize,
     maxNumTokens: p.maxNumTokens,
-    gpusPerWorker: p.tp * p.pp * p.dp,
+    gpusPerWorker: gpusOf(p),
   };
 }
 
@@ -104,8 +106,8 @@ export function replicasOf(c: RankedCandidate): number {
   return c.replicas ?? (c.estimate.mode === 'agg' ? c.estimate.replicas : 1);
 }
 
-/** Scale from what the estimate covers to the whole budget. */
-function budgetScale(c: RankedCandidate): number {
+/** Scale from what the estimate covers (one disagg unit, or all agg replicas) to the whole budget. */
+export function budgetScale(c: RankedCandidate): number {
   return c.gpusUsed / Math.max(1, c.estimate.metrics.gpus);
 }
 

@@ -2,6 +2,7 @@
 import type { Sla } from '../inputs/types.js';
 import type { ServingMetrics } from '../engine/types.js';
 import type { Mode, ModeResult, NearMiss, RankedCandidate, RemovalReason, Verdict } from './types.js';
+import { num } from '../util/format.js';
 
 /** Every target a prediction breaks, in report order. */
 export function slaBreaks(m: ServingMetrics, sla: Sla): RemovalReason[] {
@@ -27,16 +28,15 @@ export function missRatio(m: ServingMetrics, sla: Sla): { ratio: number; worst: 
   return { ratio, worst };
 }
 
-const fmt = (v: number): string => (v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2));
 
 export function missDetail(m: ServingMetrics, sla: Sla, broke: RemovalReason[]): string {
   return broke
     .map((r) =>
       r === 'ttft'
-        ? `ttft ${fmt(m.ttftMs)} ms > ${fmt(sla.ttftMs)} ms`
+        ? `ttft ${num(m.ttftMs)} ms > ${num(sla.ttftMs)} ms`
         : r === 'tpot'
-          ? `tpot ${fmt(m.tpotMs)} ms > ${fmt(sla.tpotMs)} ms`
-          : `request latency ${fmt(m.requestLatencyMs)} ms > ${fmt(sla.requestLatencyMs ?? 0)} ms`,
+          ? `tpot ${num(m.tpotMs)} ms > ${num(sla.tpotMs)} ms`
+          : `request latency ${num(m.requestLatencyMs)} ms > ${num(sla.requestLatencyMs ?? 0)} ms`,
     )
     .join(', ');
 }

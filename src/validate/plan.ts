@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { InputError } from '../util/errors.js';
 import { BACKENDS, type Backend, type Dtype } from '../inputs/types.js';
 import type { AggConfig, DisaggConfig, PoolConfig } from '../engine/types.js';
+import { gpusOf } from '../search/port.js';
 
 export const PLAN_FILE = 'generator_config.yaml';
 
@@ -124,7 +125,6 @@ export function planBenchDir(plan: Plan): string {
 
 /** GPUs of the planned deployment. */
 export function planGpus(layout: PlanLayout): number {
-  const g = (l: AggConfig) => l.tp * l.pp * l.dp;
-  if (layout.mode === 'agg') return g(layout.config) * layout.replicas;
-  return g(layout.config.prefill) * layout.config.prefill.workers + g(layout.config.decode) * layout.config.decode.workers;
+  if (layout.mode === 'agg') return gpusOf(layout.config) * layout.replicas;
+  return gpusOf(layout.config.prefill) * layout.config.prefill.workers + gpusOf(layout.config.decode) * layout.config.decode.workers;
 }

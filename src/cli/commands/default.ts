@@ -9,6 +9,7 @@ import {
   addWorkloadOptions,
   DEFAULTS,
   readCommonInputs,
+  slaOf,
   type CommonInputs,
 } from '../options.js';
 import { calibrationText, loadEngineContext } from '../context.js';
@@ -18,8 +19,6 @@ import { searchToJson } from '../../search/json.js';
 import type { SearchResult } from '../../search/types.js';
 import type { EngineContext } from '../../engine/types.js';
 import { NoFeasibleError } from '../../util/errors.js';
-
-export { searchToJson } from '../../search/json.js';
 
 /** Colour only on a terminal and never with NO_COLOR. */
 export function useColor(stream: NodeJS.WriteStream = process.stdout): boolean {
@@ -37,27 +36,16 @@ export function effectiveLine(inputs: CommonInputs, ctx: EngineContext, totalGpu
   );
 }
 
-export interface DefaultRun {
-  ctx: EngineContext;
-  result: SearchResult;
-}
-
 /** Search both modes and label the result with its calibration source. */
 export function searchDefault(ctx: EngineContext, inputs: CommonInputs, totalGpus: number, topN: number): SearchResult {
   const result = runSearch(ctx, {
     totalGpus,
     topN,
     modes: ['agg', 'disagg'],
-    sla: { ttftMs: inputs.ttft, tpotMs: inputs.tpot, requestLatencyMs: inputs.requestLatency },
+    sla: slaOf(inputs),
   });
   result.inputs.calibratedOn = calibrationText(ctx);
   return result;
-}
-
-/** Load the context and search (shared with other commands). */
-export async function planDefault(inputs: CommonInputs, totalGpus: number, topN: number): Promise<DefaultRun> {
-  const ctx = await loadEngineContext(inputs);
-  return { ctx, result: searchDefault(ctx, inputs, totalGpus, topN) };
 }
 
 export function registerDefault(program: Command): void {

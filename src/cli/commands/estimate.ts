@@ -3,7 +3,7 @@ import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { stringify } from 'csv-stringify/sync';
 import { log, positiveInt, printJson, runAction } from '../common.js';
-import { addGlobalOptions, addModelSystemOptions, addWorkloadOptions, readCommonInputs } from '../options.js';
+import { addGlobalOptions, addModelSystemOptions, addWorkloadOptions, readCommonInputs, relaxModelSystem } from '../options.js';
 import { calibrationText, loadEngineContext } from '../context.js';
 import { backendProfile, estimateAgg, estimateDisagg, isRefusal } from '../../engine/index.js';
 import { estimateRow, parseCsv, PREDICTED_COLUMNS, predictedCells, type Row, type RowInputs } from '../../engine/rows.js';
@@ -28,7 +28,7 @@ export function registerEstimate(program: Command): void {
     .description('predict TTFT, TPOT and throughput of one serving layout (or of every row of a CSV)');
   addModelSystemOptions(cmd);
   // --hf-id / --system are required for single estimates only; the CSV rows carry their own.
-  for (const o of cmd.options) if (o.long === '--hf-id' || o.long === '--system') o.mandatory = false;
+  relaxModelSystem(cmd);
   addWorkloadOptions(cmd);
   cmd.addOption(new Option('--mode <mode>', 'agg or disagg').choices(['agg', 'disagg']).default('agg'));
   for (const f of LAYOUT_FLAGS) {
@@ -53,10 +53,10 @@ function num(o: Opts, key: string): number | undefined {
   return o[camel(key)] as number | undefined;
 }
 
-function aggConfig(o: Opts, backend: Backend, version: string, moe: boolean): AggConfig {
+function aggConfig(o: Opts, backend: Backend, version: string): AggConfig {
   const tp = num(o, 'tp') ?? 1;
   const dp = num(o, 'dp') ?? 1;
-  const moeEp = num(o, 'moe-ep') ?? (moe ? 1 : 1);
+  const moeEp = num(o, 'moe-ep') ?? 1;
   return {
     tp, pp: num(o, 'pp') ?? 1, dp, moeEp, moeTp: num(o, 'moe-tp') ?? Math.max(1, (tp * dp) / moeEp),
     batchSize: num(o, 'batch-size') ?? 64,
@@ -70,10 +70,11 @@ function poolConfig(o: Opts, side: 'prefill' | 'decode', backend: Backend, versi
   const dp = g('dp') ?? 1;
   const moeEp = g('moe-ep') ?? 1;
   const batch = g('batch-size') ?? (side === 'prefill' ? 1 : 64);
+  const engineTokens = backendProfile(backend, version).maxNumTokens;
   return {
     tp, pp: g('pp') ?? 1, dp, moeEp, moeTp: g('moe-tp') ?? Math.max(1, (tp * dp) / moeEp),
     batchSize: batch, workers: num(o, `${side}-workers`) ?? 1,
-    maxNumTokens: g('max-num-tokens') ?? (side === 'prefill' ? Math.max(backendProfile(backend, version).maxNumTokens, batch * isl) : backendProfile(backend, version).maxNumTokens),
+    maxNumTokens: g('max-num-tokens') ?? (side === 'prefill' ? Math.max(engineTokens, batch * isl) : engineTokens),
   };
 }
 
@@ -92,7 +93,7 @@ async function single(o: Opts): Promise<number> {
     };
     est = estimateDisagg(ctx, cfg, { concurrency: conc, breakdown });
   } else {
-    est = estimateAgg(ctx, aggConfig(o, ctx.backend, ctx.version, Boolean(ctx.model.moe)), {
+    est = estimateAgg(ctx, aggConfig(o, ctx.backend, ctx.version), {
       concurrency: conc, replicas: o.replicas as number | undefined, breakdown,
     });
   }

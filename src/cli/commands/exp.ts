@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { isMap, parseDocument } from 'yaml';
 import type { Command } from 'commander';
 import { log, positiveInt, printJson, runAction } from '../common.js';
-import { addGlobalOptions, DEFAULTS, type CommonInputs } from '../options.js';
+import { addGlobalOptions, DEFAULTS, slaOf, type CommonInputs } from '../options.js';
 import type { EngineContext } from '../../engine/types.js';
 import type { ExperimentFile, Experiment as ExperimentEntry } from '../../output/exp-config.js';
 import type { Mode, RankedCandidate, SearchResult, SearchRestrict } from '../../search/types.js';
@@ -192,10 +192,9 @@ export const AIC_MODEL_NAMES: Readonly<Record<string, string>> = {
 
 const AIC_WORKERS = ['worker_config', 'prefill_worker_config', 'decode_worker_config'];
 
-/** Search lists from an aiconfigurator `config:` block (prefill and decode lists are merged); the rest is listed as ignored. */
-function aicSearchLists(config: unknown, prefix: string, ignored: string[]): Record<string, number[]> | undefined {
-  if (!config || typeof config !== 'object') return undefined;
-  const out: Record<string, Set<number>> = {};
+/** Search lists from an aiconfigurator `config:` block go to `add` (prefill and decode lists merge there); the rest is listed as ignored. */
+function aicSearchLists(config: unknown, prefix: string, ignored: string[], add: (key: string, values: unknown[]) => void): void {
+  if (!config || typeof config !== 'object') return;
   for (const [key, w] of Object.entries(config as Record<string, unknown>)) {
     if (!AIC_WORKERS.includes(key) || !w || typeof w !== 'object') {
       ignored.push(`${prefix}.${key}`);
@@ -207,12 +206,9 @@ function aicSearchLists(config: unknown, prefix: string, ignored: string[]): Rec
         ignored.push(`${prefix}.${key}.${k}`);
         continue;
       }
-      const set = (out[ours] ??= new Set());
-      for (const n of v) if (typeof n === 'number') set.add(n);
+      add(ours, v);
     }
   }
-  const entries = Object.entries(out).map(([k, v]) => [k, [...v].sort((a, b) => a - b)] as const);
-  return entries.length ? Object.fromEntries(entries) : undefined;
 }
 
 /**
@@ -256,11 +252,9 @@ export function convertAicExperiments(doc: unknown, path: string): { experiments
         case 'request_latency':
           if (v !== null && v !== undefined) out[k] = v;
           break;
-        case 'config': {
-          const found = aicSearchLists(v, `${name}.config`, ignored);
-          for (const [key, values] of Object.entries(found ?? {})) addList(key, values);
+        case 'config':
+          aicSearchLists(v, `${name}.config`, ignored, addList);
           break;
-        }
         default:
           // `mode: patch|replace` only says how `config` applies to aiconfigurator's defaults.
           if (!(k === 'mode' || (k === 'profiles' && Array.isArray(v) && v.length === 0))) ignored.push(`${name}.${k}`);
@@ -386,7 +380,7 @@ Examples:
       const docs: Record<string, unknown>[] = [];
       const reports: string[] = [];
       for (const { exp, ctx } of prepared) {
-        const sla = { ttftMs: exp.inputs.ttft, tpotMs: exp.inputs.tpot, requestLatencyMs: exp.inputs.requestLatency };
+        const sla = slaOf(exp.inputs);
         const topN = (opts.topN as number | undefined) ?? exp.topN;
         const result = runSearch(ctx, { totalGpus: exp.totalGpus, sla, topN, modes: exp.modes, restrict: exp.restrict });
         const row = rowOf(exp, ctx, result);

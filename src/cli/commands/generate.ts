@@ -10,6 +10,7 @@ import {
   addWorkloadOptions,
   DEFAULTS,
   readCommonInputs,
+  slaOf,
 } from '../options.js';
 import type { EngineContext } from '../../engine/types.js';
 import { generate, MAX_GENERATE_BATCH, MIN_SEQUENCES, type GenerateResult } from '../../search/generate.js';
@@ -125,7 +126,7 @@ Examples:
       const ctx = await loadEngineContext(inputs);
       const g = generate(realEngine, ctx, {
         totalGpus: opts.totalGpus as number | undefined,
-        sla: { ttftMs: inputs.ttft, tpotMs: inputs.tpot, requestLatencyMs: inputs.requestLatency },
+        sla: slaOf(inputs),
         engineMaxBatch: backendProfile(ctx.backend, ctx.version).maxBatchSize,
       });
       const text = renderGenerate(g, ctx);

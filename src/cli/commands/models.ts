@@ -1,6 +1,7 @@
 // `configure models`: the bundled model registry with the shapes and formats the planner uses.
 import type { Command } from 'commander';
 import Table from 'cli-table3';
+import { NO_ROW_RULES, PLAIN_STYLE } from '../../output/table.js';
 import { printJson, runAction, type GlobalOptions } from '../common.js';
 import { addGlobalOptions } from '../options.js';
 import { modelsMarkdown } from '../../inputs/markdown.js';
@@ -34,8 +35,8 @@ function weightFormat(m: ModelSpec): string {
 export function modelsTable(models: ModelSpec[]): string {
   const table = new Table({
     head: ['id', 'family', 'params B', 'layers', 'hidden', 'heads/kv', 'experts', 'weights', 'kv cache'],
-    style: { head: [], border: [] },
-    chars: { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' },
+    ...PLAIN_STYLE,
+    chars: NO_ROW_RULES,
   });
   for (const m of models) {
     const heads = m.mla ? `${m.numHeads} MLA` : `${m.numHeads}/${m.numKvHeads}`;

@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { isAbsolute, relative } from 'node:path';
 import type { Command } from 'commander';
 import Table from 'cli-table3';
+import { NO_ROW_RULES, PLAIN_STYLE } from '../../output/table.js';
 import { printJson, runAction } from '../common.js';
 import { compareTables, type CompareReport, type TableMeta } from '../../perf/compare.js';
 import { dataPath } from '../../util/paths.js';
@@ -45,9 +46,9 @@ export function renderCompare(r: CompareReport): string {
   const head = ['op', 'group', 'rows', ...(interp ? ['interpolated'] : []), 'median |err|', 'p90 |err|', 'bias', 'max |err|', 'only A', 'only B'];
   const table = new Table({
     head,
-    style: { head: [], border: [] },
+    ...PLAIN_STYLE,
     // No rule between body rows: the table can run to dozens of rows.
-    chars: { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' },
+    chars: NO_ROW_RULES,
     colAligns: head.map((_, i) => (i < 2 ? 'left' : 'right')),
   });
   // Groups that only B has (e.g. dtypes A did not measure) are listed in one note instead of empty rows.

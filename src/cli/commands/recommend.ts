@@ -10,6 +10,7 @@ import {
   addWorkloadOptions,
   DEFAULTS,
   readCommonInputs,
+  slaOf,
 } from '../options.js';
 import { calibrationText, loadEngineContext } from '../context.js';
 import { recommend, type LoadTarget, type RecommendResult } from '../../search/index.js';
@@ -97,7 +98,7 @@ Examples:
         maxGpus,
         topN,
         modes: ['agg', 'disagg'],
-        sla: { ttftMs: inputs.ttft, tpotMs: inputs.tpot, requestLatencyMs: inputs.requestLatency },
+        sla: slaOf(inputs),
       });
       result.search.inputs.calibratedOn = calibrationText(ctx);
       const color = !json && useColor();

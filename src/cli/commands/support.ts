@@ -2,7 +2,7 @@
 // on one node; and, with --total-gpus, does any layout meet the SLA. Exit 0 when supported, 4 when not.
 import { Option, type Command } from 'commander';
 import { log, nonNegativeInt, positiveInt, positiveNumber, printJson, runAction } from '../common.js';
-import { addGlobalOptions, DEFAULTS, readCommonInputs } from '../options.js';
+import { addGlobalOptions, DEFAULTS, readCommonInputs, slaOf } from '../options.js';
 import { listSystems, loadSystem } from '../../inputs/systems.js';
 import { BACKENDS, type Backend } from '../../inputs/types.js';
 import { checkSupport, MIN_SEQUENCES, type SupportReport, type SupportRow } from '../../search/support.js';
@@ -104,7 +104,7 @@ Examples:
       const systems = all ? listSystems() : [loadSystem(inputs.system)];
       // Resolve the model once: an unknown architecture exits 4 here with the supported list.
       await resolveModel(inputs.hfId);
-      const sla = { ttftMs: inputs.ttft, tpotMs: inputs.tpot, requestLatencyMs: inputs.requestLatency };
+      const sla = slaOf(inputs);
       const totalGpus = opts.totalGpus as number | undefined;
       const reports: SupportReport[] = [];
       for (const system of systems) {

@@ -1,6 +1,7 @@
 // `configure systems`: the bundled GPU systems, their key figures, and the engine versions each supports.
 import type { Command } from 'commander';
 import Table from 'cli-table3';
+import { PLAIN_STYLE } from '../../output/table.js';
 import { printJson, runAction, type GlobalOptions } from '../common.js';
 import { addGlobalOptions } from '../options.js';
 import { systemsMarkdown } from '../../inputs/markdown.js';
@@ -19,7 +20,7 @@ export function systemsTable(systems: SystemSpec[]): string {
     head: ['system', 'GPU', 'HBM GiB', 'HBM GB/s', 'dense TFLOPS\nbf16/fp8/fp4', 'GPUs/\nnode', 'GB/s per GPU\nscale-up, net', 'backend versions (* = default)'],
     colWidths: [null, 24, null, null, null, null, null, 62],
     wordWrap: true,
-    style: { head: [], border: [] },
+    ...PLAIN_STYLE,
   });
   for (const s of systems) {
     const t = s.gpu.tflops;

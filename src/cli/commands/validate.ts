@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import { relative } from 'node:path';
 import { Command, Option } from 'commander';
 import { log, positiveInt, positiveNumber, printJson, runAction } from '../common.js';
-import { addGlobalOptions, addModelSystemOptions, addWorkloadOptions, readCommonInputs, type CommonInputs } from '../options.js';
+import { addGlobalOptions, addModelSystemOptions, addWorkloadOptions, readCommonInputs, relaxModelSystem, type CommonInputs } from '../options.js';
 import { loadEngineContext } from '../context.js';
 import { backendProfile, estimateAgg, estimateDisagg } from '../../engine/index.js';
 import type { EngineContext } from '../../engine/types.js';
@@ -57,7 +57,7 @@ export function addTargetOptions(cmd: Command): Command {
     .option('--plan <file>', 'generator_config.yaml of a results directory (or the directory itself)');
   addModelSystemOptions(cmd);
   // With --plan, the model and system come from the plan file.
-  for (const o of cmd.options) if (o.long === '--hf-id' || o.long === '--system') o.mandatory = false;
+  relaxModelSystem(cmd);
   addWorkloadOptions(cmd);
   return cmd
     .option('--tp <n>', 'without --plan: tensor parallel size of one replica (agg)', positiveInt('--tp'))
