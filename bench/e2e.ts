@@ -13,9 +13,10 @@ import { backendProfile } from '../src/engine/backends.js';
 import { estimateRow, parseCsv, rowDtypes, type Row, type RowInputs } from '../src/engine/rows.js';
 import { resolveRowInputs } from '../src/cli/commands/estimate.js';
 import type { EngineContext, Estimate } from '../src/engine/types.js';
-import { dataPath, projectRoot } from '../src/util/paths.js';
+import { dataPath, referencePath } from '../src/util/paths.js';
+import { measuredMeans } from '../test/support/e2e-reference.js';
 
-const REF = join(projectRoot(), '..', 'shared', 'reference');
+const REF = referencePath();
 const DEV = join(REF, 'aic-silicon', 'e2e', 'dev.csv');
 const OVERVIEW = join(REF, 'ground-truth', 'trtllm_perf_overview.csv');
 
@@ -54,8 +55,7 @@ async function runDev(rows: Row[], perfData?: string): Promise<Result[]> {
     const e = estimateRow(row, inp);
     if (isRefusal(e)) r.refused = `${e.constraint}: ${e.reason}`;
     else {
-      const mt = Number(row.silicon_ttft_ms);
-      const mp = Number(row.silicon_tpot_ms);
+      const { ttftMs: mt, tpotMs: mp } = measuredMeans(row);
       if (mt > 0) r.ttft = [e.metrics.ttftMs, mt];
       if (mp > 0) r.belowFloor = mp < 0.8 * floorOf(row, inp, e);
       if (mp > 0) r.tpot = [e.metrics.tpotMs, mp];

@@ -3,10 +3,9 @@
 // and bias (median signed % error; + means we predict slower).
 // Usage: npm run bench:kernels [-- --system h200_sxm] [-- --op gemm] [-- --ref DIR] [-- --json]
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { loadSystem } from '../src/inputs/systems.js';
 import type { Backend, Dtype } from '../src/inputs/types.js';
-import { projectRoot } from '../src/util/paths.js';
+import { referencePath } from '../src/util/paths.js';
 import { loadPerfSource, tableDir } from '../src/perf/index.js';
 import { listRefTables, readRefTable, REF_FILE_OP } from '../src/perf/reference.js';
 import { DEEPSEEK_MLA } from '../src/perf/build.js';
@@ -18,7 +17,7 @@ const argOf = (name: string): string | undefined => {
   const i = args.indexOf(name);
   return i >= 0 ? args[i + 1] : undefined;
 };
-const refRoot = argOf('--ref') ?? join(projectRoot(), '..', 'shared', 'reference', 'aic-silicon', 'kernels');
+const refRoot = argOf('--ref') ?? referencePath('aic-silicon', 'kernels');
 const onlySystem = argOf('--system');
 const onlyOp = argOf('--op');
 const json = args.includes('--json');

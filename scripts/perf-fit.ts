@@ -1,9 +1,8 @@
 // Fit the op-model coefficients of every system against the reference kernel tables and write
 // data/calibration/<system>.json. Usage: npm run perf:fit [-- --ref DIR] [-- --system h200_sxm]
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { loadSystem } from '../src/inputs/systems.js';
-import { projectRoot, dataPath } from '../src/util/paths.js';
+import { dataPath, referencePath } from '../src/util/paths.js';
 import { FEATURES, type ModelOp, type OpModel } from '../src/perf/model.js';
 import { DEFAULT_FIT, fitGroup } from '../src/perf/fit.js';
 import { listRefTables, readRefTable, REF_FILE_OP, type RefTable } from '../src/perf/reference.js';
@@ -18,7 +17,7 @@ const argOf = (name: string): string | undefined => {
   const i = args.indexOf(name);
   return i >= 0 ? args[i + 1] : undefined;
 };
-const refRoot = argOf('--ref') ?? join(projectRoot(), '..', 'shared', 'reference', 'aic-silicon', 'kernels');
+const refRoot = argOf('--ref') ?? referencePath('aic-silicon', 'kernels');
 const only = argOf('--system');
 
 /** Complete a reference row into a full row of our op (MLA module rows are DeepSeek-V3 shapes). */

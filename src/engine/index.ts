@@ -1,6 +1,5 @@
 // Public API of the inference model. Search, output and the CLI call exactly these.
 import { aggMemory, aggPoint } from './agg.js';
-import { backendProfile } from './backends.js';
 import { bandsFor } from './bands.js';
 import { disaggMemory, disaggPoint, gpusOfPool } from './disagg.js';
 import { memoryPicture } from './memory.js';

@@ -32,3 +32,11 @@ export function projectRoot(): string {
 export function dataPath(...parts: string[]): string {
   return join(projectRoot(), 'data', ...parts);
 }
+
+/**
+ * A path under the third-party reference data beside the checkout (../shared/reference), read only by
+ * calibration, benchmarks and tests; it may be absent.
+ */
+export function referencePath(...parts: string[]): string {
+  return join(projectRoot(), '..', 'shared', 'reference', ...parts);
+}

@@ -7,8 +7,9 @@ import { effectiveDtypes } from '../../src/inputs/dtypes.js';
 import { deciFfnSize } from '../../src/inputs/hf-config.js';
 import { InputError, UnsupportedError } from '../../src/util/errors.js';
 import type { ModelSpec } from '../../src/inputs/types.js';
+import { referencePath } from '../../src/util/paths.js';
 
-const REF = join(import.meta.dirname, '../../../shared/reference');
+const REF = referencePath();
 const CONFIGS = join(REF, 'model-configs');
 if (!existsSync(REF)) console.log(`note: ${REF} absent; skipping the checks against reference configs`);
 

@@ -4,8 +4,9 @@ import { describe, expect, it } from 'vitest';
 import { listSystems, loadSystem, resolveEngine } from '../../src/inputs/systems.js';
 import { InputError, UnsupportedError } from '../../src/util/errors.js';
 import { BACKENDS } from '../../src/inputs/types.js';
+import { referencePath } from '../../src/util/paths.js';
 
-const REF = join(import.meta.dirname, '../../../shared/reference/aic-silicon');
+const REF = referencePath('aic-silicon');
 if (!existsSync(REF)) console.log(`note: ${REF} absent; skipping the checks against measured data`);
 
 describe('systems registry', () => {

@@ -12,8 +12,9 @@ import { derivePlan, type PlanInput } from '../../src/output/plan.js';
 import { loadSystem } from '../../src/inputs/systems.js';
 import { aggCandidate, fixture, MOE } from './fixtures.js';
 import { checkManifest, type Expect } from './engine-rules.js';
+import { referencePath } from '../../src/util/paths.js';
 
-const CRD = join(import.meta.dirname, '../../../shared/reference/dynamo-crds/nvidia.com_dynamographdeployments.yaml');
+const CRD = referencePath('dynamo-crds', 'nvidia.com_dynamographdeployments.yaml');
 const BACKENDS = ['vllm', 'sglang', 'trtllm'] as const;
 const PROFILES = ['0.9', '1.x'] as const;
 

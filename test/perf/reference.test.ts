@@ -6,9 +6,9 @@ import { join } from 'node:path';
 import { loadSystem } from '../../src/inputs/systems.js';
 import { loadPerfSource } from '../../src/perf/index.js';
 import { listRefTables, readRefTable } from '../../src/perf/reference.js';
-import { projectRoot } from '../../src/util/paths.js';
+import { referencePath } from '../../src/util/paths.js';
 
-const REF = join(projectRoot(), '..', 'shared', 'reference', 'aic-silicon', 'kernels');
+const REF = referencePath('aic-silicon', 'kernels');
 if (!existsSync(REF)) console.log(`reference kernel tables not found at ${REF}: skipping the reference-based perf tests`);
 
 describe.skipIf(!existsSync(REF))('against the reference kernel tables', () => {

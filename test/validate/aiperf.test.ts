@@ -1,7 +1,6 @@
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import {
   aiperfFileKind,
@@ -13,8 +12,9 @@ import {
   percentile,
 } from '../../src/inputs/aiperf.js';
 import { InputError } from '../../src/util/errors.js';
+import { referencePath } from '../../src/util/paths.js';
 
-const REF = fileURLToPath(new URL('../../../shared/reference/aiperf', import.meta.url));
+const REF = referencePath('aiperf');
 if (!existsSync(REF)) console.log(`skipping AIPerf sample tests: ${REF} is absent`);
 
 describe.skipIf(!existsSync(REF))('AIPerf reference samples', () => {
