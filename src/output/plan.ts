@@ -63,7 +63,16 @@ export function maxModelLen(isl: number, osl: number, maxPositions: number): num
   return Math.max(isl + osl, Math.min(want, maxPositions > 0 ? maxPositions : want));
 }
 
+const planMemo = new WeakMap<PlanInput, DeployPlan>();
+
+/** The deployment of one candidate; derived once per PlanInput, which every artifact builder reads. */
 export function derivePlan(p: PlanInput): DeployPlan {
+  let plan = planMemo.get(p);
+  if (!plan) planMemo.set(p, (plan = buildPlan(p)));
+  return plan;
+}
+
+function buildPlan(p: PlanInput): DeployPlan {
   const { inputs, ctx, candidate } = p;
   const est = candidate.estimate;
   const base = {
