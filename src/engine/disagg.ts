@@ -82,6 +82,9 @@ export function wideEpLayout<T extends PoolConfig>(ctx: EngineContext, p: T): T 
   if (!ctx.model.moe || p.dp > 1 || p.tp <= 1) return p;
   if (ctx.model.numHeads % p.tp === 0 && p.tp <= 8) return p;
   const wide = { ...p, dp: p.tp, tp: 1 };
+  // Experts split by tensor parallelism over more than a board would leave each GPU a sliver of every
+  // expert; such deployments place whole experts per GPU (expert parallelism, redundant slots as needed).
+  if (p.moeEp === 1 && p.moeTp > 8) Object.assign(wide, { moeTp: 1, moeEp: p.moeTp });
   // Keep a runnable record when the engine could not run it data parallel.
   return layoutRule(ctx, wide, 'decode') !== null && layoutRule(ctx, p, 'decode') === null ? p : wide;
 }

@@ -1,8 +1,9 @@
 // The op list of one engine step (one forward pass) for a parallel layout, priced by the perf source.
 // A step carries prefill tokens (a batch of prompt chunks) and/or decode tokens (one per running sequence);
 // every shape here is per GPU after the tp / dp / moe splits.
-import type { Dtype, ModelSpec } from '../inputs/types.js';
-import type { PerfSource } from '../perf/types.js';
+import { DTYPE_BYTES, type Dtype, type ModelSpec } from '../inputs/types.js';
+import type { MoeQuery, PerfSource } from '../perf/types.js';
+import { computeFlops, peaksOf, type Peaks } from '../perf/sol.js';
 import type { EngineContext, ParallelLayout } from './types.js';
 
 /** Layers that share one shape are priced once and multiplied by `count`. */
@@ -92,6 +93,7 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
   if (T <= 0) return { ms: 0, byOp: t };
   const h = m.hiddenSize;
   const gd: Dtype = ctx.gemmDtype;
+  const peaks = peaksOf(perf === ctx.perf ? ctx.system : ctx.decodeSystem ?? ctx.system);
   const heads = Math.max(1, Math.ceil(m.numHeads / tp));
   const cross = crossesNode(ctx, tp);
   const arOne = tp > 1 ? perf.allReduce({ dtype: 'bfloat16', gpus: tp, elements: T * h, crossNode: cross }) : 0;
@@ -103,7 +105,7 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
     // Attention block.
     if (k.attention === 'full') {
       const kvh = Math.max(1, Math.ceil(k.kvHeads / tp));
-      add(t, 'qkv_gemm', n * perf.gemm({ dtype: gd, m: T, n: (heads + 2 * kvh) * m.headDim, k: h }));
+      add(t, 'qkv_gemm', n * gemmMs(perf, peaks, gd, T, (heads + 2 * kvh) * m.headDim, h));
       if (pfB > 0) {
         add(t, 'attention_prefill', n * perf.contextAttention({
           batch: pfB, seq: shape.pfSeq, prefix: shape.pfPrefix, heads, kvHeads: kvh, headDim: m.headDim,
@@ -115,7 +117,7 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
           batch: dcB, kvLen: shape.dcKv, heads, kvHeads: kvh, headDim: m.headDim, kvDtype: ctx.kvDtype, window: k.window,
         }));
       }
-      add(t, 'proj_gemm', n * perf.gemm({ dtype: gd, m: T, n: h, k: heads * m.headDim }));
+      add(t, 'proj_gemm', n * gemmMs(perf, peaks, gd, T, h, heads * m.headDim));
       add(t, 'allreduce', n * arOne);
       add(t, 'norm', n * norm);
     } else if (k.attention === 'mla' && m.mla) {
@@ -133,30 +135,30 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
       add(t, 'allreduce', n * arOne);
       add(t, 'norm', n * norm);
     } else if (k.attention === 'linear') {
-      add(t, 'proj_gemm', n * perf.gemm({ dtype: gd, m: T, n: h, k: Math.ceil(h / tp) }));
+      add(t, 'proj_gemm', n * gemmMs(perf, peaks, gd, T, h, Math.ceil(h / tp)));
       add(t, 'allreduce', n * arOne);
     }
     // Feed-forward block.
     if (k.ffn === 'dense') {
       const inter = Math.ceil(k.inter / tp);
-      add(t, 'ffn_gemm', n * perf.gemm({ dtype: gd, m: T, n: 2 * inter, k: h }));
-      add(t, 'ffn_gemm', n * perf.gemm({ dtype: gd, m: T, n: h, k: inter }));
+      add(t, 'ffn_gemm', n * gemmMs(perf, peaks, gd, T, 2 * inter, h));
+      add(t, 'ffn_gemm', n * gemmMs(perf, peaks, gd, T, h, inter));
       add(t, 'norm', n * perf.elementwise({ bytes: T * inter * 3 * 2 }));
       add(t, 'allreduce', n * arOne);
     } else if (k.ffn === 'linear') {
-      add(t, 'ffn_gemm', n * perf.gemm({ dtype: gd, m: T, n: h, k: Math.ceil(h / tp) }));
+      add(t, 'ffn_gemm', n * gemmMs(perf, peaks, gd, T, h, Math.ceil(h / tp)));
       add(t, 'allreduce', n * arOne);
     } else if (k.ffn === 'moe' && m.moe) {
       const e = m.moe;
       add(t, 'moe_router', n * perf.gemm({ dtype: 'bfloat16', m: T, n: e.numExperts, k: h }));
       if (e.sharedExperts > 0) {
         const si = Math.ceil((e.sharedExperts * e.sharedIntermediateSize) / tp);
-        add(t, 'moe_shared', n * perf.gemm({ dtype: gd, m: T, n: 2 * si, k: h }));
-        add(t, 'moe_shared', n * perf.gemm({ dtype: gd, m: T, n: h, k: si }));
+        add(t, 'moe_shared', n * gemmMs(perf, peaks, gd, T, 2 * si, h));
+        add(t, 'moe_shared', n * gemmMs(perf, peaks, gd, T, h, si));
       }
-      add(t, 'moe_experts', n * perf.moe({
+      add(t, 'moe_experts', n * moeMs(perf, peaks, {
         dtype: ctx.moeDtype, tokens: T * dp, hidden: h, inter: e.expertIntermediateSize, topk: e.topK,
-        experts: e.numExperts, moeTp: layout.moeTp, moeEp: layout.moeEp,
+        experts: expertSlots(e.numExperts, layout.moeEp), moeTp: layout.moeTp, moeEp: layout.moeEp,
       }));
       add(t, 'moe_comm', n * moeCommMs(ctx, layout, T, perf));
     }
@@ -174,12 +176,49 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
   return { ms, byOp: t };
 }
 
+/** Quantized formats whose kernels the engines pick per shape among several tactics (weight-only included). */
+const QUANTIZED = new Set<Dtype>(['fp8', 'fp8_block', 'nvfp4', 'int4_wo', 'int8_wo']);
+
+/**
+ * A quantized kernel as the serving engine runs it. Quantized kernels measured in isolation carry a fixed
+ * cost (activation quantization, scale handling) that dominates when a few rows stream the weights; engines
+ * pick the fastest tactic per shape, which for a weight-streaming (memory-bound) shape is never slower than
+ * the 16-bit kernel less the weight bytes it would not move (counted at peak bandwidth).
+ */
+function servedMs(own: number, bf16: () => number, dtype: Dtype, flop: number, weights: number, peaks: Peaks): number {
+  if (!QUANTIZED.has(dtype)) return own;
+  const w = DTYPE_BYTES[dtype];
+  if (flop / computeFlops(peaks, dtype) > (w * weights) / peaks.mem) return own;
+  return Math.min(own, bf16() - ((2 - w) * weights) / peaks.mem);
+}
+
+function gemmMs(perf: PerfSource, peaks: Peaks, dtype: Dtype, m: number, n: number, k: number): number {
+  const q = { dtype, m, n, k };
+  return servedMs(perf.gemm(q), () => perf.gemm({ ...q, dtype: 'bfloat16' }), dtype, 2 * m * n * k, n * k, peaks);
+}
+
+function moeMs(perf: PerfSource, peaks: Peaks, q: MoeQuery): number {
+  const routed = (q.tokens * q.topk) / q.moeEp;
+  const active = Math.min(q.experts / q.moeEp, routed);
+  const flop = (6 * routed * q.hidden * q.inter) / q.moeTp;
+  const weights = (3 * q.hidden * q.inter * active) / q.moeTp;
+  return servedMs(perf.moe(q), () => perf.moe({ ...q, dtype: 'bfloat16' }), q.dtype, flop, weights, peaks);
+}
+
 /** Share of a full-length prefill's attention work done by the new tokens after `prefix` cached ones. */
 function prefixShare(seq: number, prefix: number): number {
   if (prefix <= 0) return 1;
   const full = seq + prefix;
   return (full * full - prefix * prefix) / (full * full);
 }
+
+/** Expert slots of an expert-parallel group: redundant slots fill a width that does not divide the experts. */
+function expertSlots(experts: number, moeEp: number): number {
+  return Math.ceil(experts / moeEp) * moeEp;
+}
+
+/** Expert-parallel groups wider than one 8-GPU board route tokens with all-to-all (DeepEP, wide-EP kernels). */
+const ALLTOALL_EP_MIN = 16;
 
 /**
  * Communication around the expert layer. With attention DP the MoE group gathers every rank's tokens
@@ -191,6 +230,11 @@ function moeCommMs(ctx: EngineContext, layout: ParallelLayout, T: number, perf: 
   const gpus = tp * dp;
   if (gpus <= 1) return 0;
   const cross = crossesNode(ctx, gpus);
+  if (dp > 1 && layout.moeEp >= ALLTOALL_EP_MIN) {
+    // Dispatch each token to its top-k experts' GPUs and combine the results back: only routed copies move.
+    const elements = T * h * Math.min(ctx.model.moe?.topK ?? 1, layout.moeEp);
+    return 2 * perf.nccl('alltoall', { dtype: 'bfloat16', gpus, elements, crossNode: cross });
+  }
   if (dp > 1) {
     const elements = T * h * dp;
     const gather = perf.nccl('all_gather', { dtype: 'bfloat16', gpus, elements, crossNode: cross });

@@ -22,7 +22,9 @@ export function layoutRule(ctx: EngineContext, layout: ParallelLayout, role: 'ag
   if (pp > m.numLayers) return `pp ${pp} exceeds the ${m.numLayers} layers of ${m.id}`;
   if (m.moe) {
     if (moeTp * moeEp !== tp * dp) return `moe_tp x moe_ep (${moeTp}x${moeEp}) must equal tp x dp (${tp}x${dp})`;
-    if (m.moe.numExperts % moeEp !== 0) return `moe_ep ${moeEp} does not divide the ${m.moe.numExperts} experts of ${m.id}`;
+    // An expert-parallel width that does not divide the experts runs with redundant expert slots (EPLB),
+    // priced as ceil(experts / moe_ep) experts per GPU; one wider than the experts leaves GPUs idle.
+    if (moeEp > m.moe.numExperts) return `moe_ep ${moeEp} exceeds the ${m.moe.numExperts} experts of ${m.id}`;
     const prof = backendProfile(ctx.backend, ctx.version);
     if (!prof.moeDpWithMoeTp && dp > 1 && moeTp > 1) {
       return `${ctx.backend} cannot combine attention data parallelism (dp ${dp}) with expert tensor parallelism (moe_tp ${moeTp}); use moe_ep = tp x dp`;

@@ -42,12 +42,13 @@ describe('disagg prefill batching and queueing', () => {
 describe('recorded layouts and deployments', () => {
   const ds = testCtx('deepseek-ai/DeepSeek-V3', { system: 'b200_sxm', backend: 'trtllm', version: '1.2.0rc5', workload: { isl: 1024, osl: 1024 } });
   it('a MoE tp that cannot shard attention within a board ran attention data parallel', () => {
+    // Experts sharded by tp over 72 GPUs ran expert parallel (redundant slots: 256 experts over 72 GPUs).
     const wide = wideEpLayout(ds, pool(72, 64, 1, { moeTp: 72, moeEp: 1 }));
-    expect([wide.tp, wide.dp, wide.moeTp]).toEqual([1, 72, 72]);
+    expect([wide.tp, wide.dp, wide.moeTp, wide.moeEp]).toEqual([1, 72, 1, 72]);
     const ep = wideEpLayout(ds, pool(32, 64, 1, { moeTp: 1, moeEp: 32 }));
     expect([ep.tp, ep.dp, ep.moeEp]).toEqual([1, 32, 32]);
     // vLLM cannot run attention dp with expert tp: the record stands.
-    const v = wideEpLayout({ ...ds, backend: 'vllm', version: '0.12.0' }, pool(16, 64, 1, { moeTp: 16, moeEp: 1 }));
+    const v = wideEpLayout({ ...ds, backend: 'vllm', version: '0.12.0' }, pool(16, 64, 1, { moeTp: 4, moeEp: 4 }));
     expect([v.tp, v.dp]).toEqual([16, 1]);
     const board = wideEpLayout(ds, pool(8, 64, 1, { moeTp: 1, moeEp: 8 }));
     expect([board.tp, board.dp]).toEqual([8, 1]);

@@ -90,6 +90,39 @@ describe('aggregated serving', () => {
   });
 });
 
+describe('kernels as the engines choose them', () => {
+  const base = testCtx('meta-llama/Llama-3.1-70B', { gemm: 'fp8' });
+  const L = { tp: 4, pp: 1, dp: 1, moeTp: 4, moeEp: 1 };
+  // An fp8 kernel with a fixed cost per call, as quantized GEMMs measured in isolation show.
+  const slow = Object.create(base.perf) as typeof base.perf;
+  slow.gemm = (q) => base.perf.gemm(q) + (q.dtype === 'fp8' ? 0.05 : 0);
+  const ctx = { ...base, perf: slow };
+  const ffn = (c: typeof ctx, shape: { pfBatch: number; pfSeq: number; dcBatch: number }) =>
+    stepCost(c, L, { pfPrefix: 0, dcKv: 2000, ...shape }).byOp.ffn_gemm;
+  it('a weight-streaming quantized GEMM costs no more than the 16-bit kernel moving fewer bytes', () => {
+    const decode = { pfBatch: 0, pfSeq: 0, dcBatch: 8 };
+    const own = ffn(base, decode) + 80 * 2 * 0.05;
+    const bf16 = ffn({ ...base, gemmDtype: 'bfloat16' }, decode);
+    expect(ffn(ctx, decode)).toBeLessThan(own);
+    expect(ffn(ctx, decode)).toBeLessThan(bf16);
+    expect(ffn(ctx, decode)).toBeGreaterThanOrEqual(ffn(base, decode) * 0.999);
+  });
+  it('a compute-bound quantized GEMM keeps its own kernel', () => {
+    const prefill = { pfBatch: 1, pfSeq: 8192, dcBatch: 0 };
+    expect(ffn(ctx, prefill)).toBeCloseTo(ffn(base, prefill) + 80 * 2 * 0.05, 6);
+  });
+  it('expert parallelism wider than a board routes tokens all-to-all and may use redundant expert slots', () => {
+    const ds = testCtx('deepseek-ai/DeepSeek-V3', { system: 'gb200_sxm', backend: 'sglang', version: '0.5.9', workload: { isl: 1024, osl: 1024 } });
+    const step = (ranks: number) => stepCost(ds, { tp: 1, pp: 1, dp: ranks, moeTp: 1, moeEp: ranks }, { pfBatch: 0, pfSeq: 0, pfPrefix: 0, dcBatch: 32 * ranks, dcKv: 1536 });
+    // All-gathering every rank's tokens would double the traffic from 36 to 72 ranks; routed copies do not.
+    expect(step(72).byOp.moe_comm).toBeLessThan(1.5 * step(36).byOp.moe_comm);
+    // 256 experts over 72 GPUs: 4 slots each (the expert work of 64-way EP, on 72 GPUs' share of tokens).
+    expect(isRefusal(estimateAgg(ds, { tp: 1, pp: 1, dp: 72, moeTp: 1, moeEp: 72, batchSize: 2048, maxNumTokens: 8192 }))).toBe(false);
+    const tooWide = estimateAgg(testCtx('Qwen/Qwen3-30B-A3B', { backend: 'trtllm', version: '1.2.0rc5' }), { tp: 1, pp: 1, dp: 256, moeTp: 1, moeEp: 256, batchSize: 16, maxNumTokens: 8192 });
+    expect(isRefusal(tooWide) && /exceeds the 128 experts/.test(tooWide.reason)).toBe(true);
+  });
+});
+
 describe('refusals', () => {
   it('vLLM cannot combine attention DP with expert TP', () => {
     const r = estimateAgg(testCtx('Qwen/Qwen3-30B-A3B'), { tp: 1, pp: 1, dp: 4, moeTp: 4, moeEp: 1, batchSize: 16, maxNumTokens: 8192 });
