@@ -45,9 +45,11 @@ export function disaggRule(ctx: EngineContext, config: DisaggConfig): string | n
   const d = layoutRule(ctx, config.decode, 'decode');
   if (d) return `decode: ${d}`;
   const prof = backendProfile(ctx.backend, ctx.version);
-  // MLA caches one latent replicated over tp, so any tp pair can hand KV over; sharded GQA heads cannot.
+  // MLA caches one latent replicated over tp, so any tp pair can hand KV over. Sharded GQA heads must be
+  // re-sliced page by page between different tp: SGLang does it, but its measured runs of such pairs decode
+  // 5-25x slower (and the slicing path fails under load), so the pair is not offered.
   if (prof.disaggSameTp && !ctx.model.mla && config.prefill.tp !== config.decode.tp) {
-    return `${ctx.backend} transfers KV only between workers of the same tp (prefill tp ${config.prefill.tp}, decode tp ${config.decode.tp})`;
+    return `${ctx.backend} re-slices KV pages between different prefill and decode tp for GQA models only in a degraded mode (prefill tp ${config.prefill.tp}, decode tp ${config.decode.tp}); use the same tp`;
   }
   if (config.prefill.workers < 1 || config.decode.workers < 1) return 'disaggregated serving needs at least one prefill and one decode worker';
   return null;
