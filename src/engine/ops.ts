@@ -156,10 +156,16 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
         add(t, 'moe_shared', n * gemmMs(perf, peaks, gd, T, 2 * si, h));
         add(t, 'moe_shared', n * gemmMs(perf, peaks, gd, T, h, si));
       }
-      add(t, 'moe_experts', n * moeMs(perf, peaks, {
+      const moeQ: MoeQuery = {
         dtype: ctx.moeDtype, tokens: T * dp, hidden: h, inter: e.expertIntermediateSize, topk: e.topK,
         experts: expertSlots(e.numExperts, layout.moeEp), moeTp: layout.moeTp, moeEp: layout.moeEp,
-      }));
+      };
+      let experts = moeMs(perf, peaks, moeQ);
+      // TRT-LLM runs MXFP4 experts on GPUs with native fp4 tensor cores through its fp4 MoE kernels.
+      if (moeQ.dtype === 'mxfp4' && ctx.backend === 'trtllm' && (ctx.system.gpu.tflops.nvfp4 ?? 0) > 0) {
+        experts = Math.min(experts, perf.moe({ ...moeQ, dtype: 'nvfp4' }));
+      }
+      add(t, 'moe_experts', n * experts);
       add(t, 'moe_comm', n * moeCommMs(ctx, layout, T, perf));
     }
   }

@@ -123,6 +123,15 @@ describe('kernels as the engines choose them', () => {
   });
 });
 
+describe('MXFP4 experts on fp4 tensor cores', () => {
+  it('TRT-LLM on Blackwell runs them through its fp4 MoE kernels; vLLM keeps its own MXFP4 kernel', () => {
+    const experts = (backend: 'trtllm' | 'vllm', version: string) =>
+      stepCost(testCtx('openai/gpt-oss-120b', { system: 'b200_sxm', backend, version }), { tp: 1, pp: 1, dp: 1, moeTp: 1, moeEp: 1 },
+        { pfBatch: 1, pfSeq: 8192, pfPrefix: 0, dcBatch: 0, dcKv: 0 }).byOp.moe_experts;
+    expect(experts('trtllm', '1.2.0rc5')).toBeLessThan(0.8 * experts('vllm', '0.12.0'));
+  });
+});
+
 describe('refusals', () => {
   it('vLLM cannot combine attention DP with expert TP', () => {
     const r = estimateAgg(testCtx('Qwen/Qwen3-30B-A3B'), { tp: 1, pp: 1, dp: 4, moeTp: 4, moeEp: 1, batchSize: 16, maxNumTokens: 8192 });
