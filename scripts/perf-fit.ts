@@ -4,7 +4,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadSystem } from '../src/inputs/systems.js';
 import { dataPath, referencePath } from '../src/util/paths.js';
 import { FEATURES, type ModelOp, type OpModel } from '../src/perf/model.js';
-import { DEFAULT_FIT, fitGroup } from '../src/perf/fit.js';
+import { DEFAULT_FIT, fitGroup, moeKernelRoles } from '../src/perf/fit.js';
 import { listRefTables, readRefTable, REF_FILE_OP, type RefTable } from '../src/perf/reference.js';
 import { OP_SPECS, type Row } from '../src/perf/tables.js';
 import { peaksOf, type Peaks } from '../src/perf/sol.js';
@@ -29,14 +29,19 @@ function complete(op: ModelOp, r: Row): Row {
 function fitOp(op: ModelOp, peaks: Peaks, rows: Row[]): OpModel {
   const def = FEATURES[op];
   const spec = OP_SPECS[op];
-  const byGroup = new Map<string, { xs: number[][]; ys: number[] }>();
+  const byGroup = new Map<string, { xs: number[][]; ys: number[]; box: number[] }>();
   for (const r0 of rows) {
     const r = complete(op, r0);
     const solMs = spec.sol(peaks, r);
     if (!(solMs > 0)) continue;
     const g = def.group(r);
     let e = byGroup.get(g);
-    if (!e) byGroup.set(g, (e = { xs: [], ys: [] }));
+    if (!e) byGroup.set(g, (e = { xs: [], ys: [], box: spec.axisCols.flatMap(() => [Infinity, -Infinity]) }));
+    spec.axisCols.forEach((c, i) => {
+      const v = r[c] as number;
+      if (v < e!.box[2 * i]!) e!.box[2 * i] = v;
+      if (v > e!.box[2 * i + 1]!) e!.box[2 * i + 1] = v;
+    });
     e.xs.push(def.features(r));
     e.ys.push(Math.log((r.latency_ms as number) / solMs));
   }
@@ -44,7 +49,7 @@ function fitOp(op: ModelOp, peaks: Peaks, rows: Row[]): OpModel {
   for (const g of [...byGroup.keys()].sort()) {
     const e = byGroup.get(g)!;
     if (e.xs.length < 8) continue;
-    groups[g] = fitGroup(def, e.xs, e.ys);
+    groups[g] = { ...fitGroup(def, e.xs, e.ys), box: e.box };
   }
   return { features: def.names, lo: def.lo, hi: def.hi, scale: DEFAULT_FIT.scale, groups };
 }
@@ -84,7 +89,13 @@ for (const refSystem of systems) {
       }
       const t0 = Date.now();
       // MoE: balanced routing (what benchmarks with random prompts see) and the kernels engines serve with.
-      const model = fitOp(op, peaks, op === 'moe' ? servingMoeRows(pickMoeDistribution(rows)) : rows);
+      const moeRows = (): Row[] => {
+        const r = servingMoeRows(pickMoeDistribution(rows));
+        const roles = moeKernelRoles(r);
+        // Non-gated expert FFNs are another op; each kernel keeps all its rows (its own group, see FEATURES.moe).
+        return r.filter((_, i) => roles[i] !== 'nongated');
+      };
+      const model = fitOp(op, peaks, op === 'moe' ? moeRows() : rows);
       console.error(`${sys.name} ${src} ${op}: ${rows.length} rows, ${Object.keys(model.groups).length} groups, ${Date.now() - t0} ms`);
       if (src.startsWith('nccl/')) cal.nccl = { version: src.slice(5), model };
       else (cal.sources[src] ??= {})[op] = model;

@@ -4,6 +4,7 @@ import { stringify as stringifyYaml } from 'yaml';
 import type { Backend, SystemSpec } from '../inputs/types.js';
 import { borrowedGroups, loadCalibration, modelLatency, pickSource, resolvedModel, type SystemCalibration } from './calibration.js';
 import type { ModelOp, OpModel } from './model.js';
+import { FREE_AXES } from './grid.js';
 import { ROOFLINE } from './roofline.js';
 import { peaksOf, type Peaks } from './sol.js';
 import { OP_SPECS, toCsv, type OpName, type Row } from './tables.js';
@@ -44,7 +45,8 @@ export const GRID = {
   genBatch: [1, 4, 16, 64, 256, 1024, 2048],
   genKv: [1, 4, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072],
   commElements: pow2(7, 29),
-  moeTokens: [1, 4, 16, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 65536],
+  /** 129: the first size past the MoE kernel switch (MOE_MIN_LATENCY_TOKENS). */
+  moeTokens: [1, 4, 16, 64, 128, 129, 256, 512, 1024, 2048, 4096, 8192, 16384, 65536],
   moeParallel: [[1, 1], [1, 2], [2, 1], [1, 4], [2, 2], [4, 1], [1, 8], [2, 4], [4, 2], [8, 1], [1, 16], [1, 32], [1, 64]] as [number, number][],
   mlaHeads: [8, 16, 32, 64, 128],
   mlaCtxBatch: pow2(0, 8),
@@ -85,7 +87,7 @@ function gemmDtypes(sys: SystemSpec, m?: OpModel): string[] {
   return [...set].sort();
 }
 
-/** Evaluate cells of one key: dense over the axes, floored at SOL, running max along each axis (monotone). */
+/** Evaluate cells of one key: dense over the axes, floored at SOL, running max along each axis (monotone; see FREE_AXES). */
 function denseRows(op: OpName, peaks: Peaks, key: Row, axes: { col: string; values: readonly number[] }[], lat: (r: Row, sol: number) => number, keep?: (r: Row) => boolean): Row[] {
   const spec = OP_SPECS[op];
   const sizes = axes.map((a) => a.values.length);
@@ -100,11 +102,15 @@ function denseRows(op: OpName, peaks: Peaks, key: Row, axes: { col: string; valu
     vals[o] = Math.max(lat(r, s), s);
     rows.push(r);
   }
-  for (let i = 0; i < axes.length; i++)
+  const free = FREE_AXES[op];
+  for (let i = 0; i < axes.length; i++) {
+    const isFree = free?.col === axes[i]!.col;
     for (let o = 0; o < total; o++) {
       const j = Math.floor(o / strides[i]!) % sizes[i]!;
-      if (j > 0 && vals[o]! < vals[o - strides[i]!]!) vals[o] = vals[o - strides[i]!]!;
+      const prev = o - strides[i]!;
+      if (j > 0 && vals[o]! < vals[prev]! && (!isFree || free!.computeBound(peaks, rows[prev]!))) vals[o] = vals[prev]!;
     }
+  }
   const out: Row[] = [];
   for (let o = 0; o < total; o++) {
     const r = rows[o]!;

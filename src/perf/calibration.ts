@@ -1,8 +1,8 @@
 // Calibration files (data/calibration/<system>.json): fitted op-model coefficients per reference source.
 import { existsSync, readFileSync } from 'node:fs';
 import { dataPath } from '../util/paths.js';
-import { FEATURES, evalCorrection, type GroupModel, type ModelOp, type OpModel } from './model.js';
-import type { Row } from './tables.js';
+import { FEATURES, LOW_LATENCY, MOE_MIN_LATENCY_TOKENS, evalCorrection, type GroupModel, type ModelOp, type OpModel } from './model.js';
+import { OP_SPECS, type Row } from './tables.js';
 
 export interface SystemCalibration {
   system: string;
@@ -30,17 +30,41 @@ const tailOf = (g: string): string | undefined => (g.includes('|') ? g.slice(g.i
 
 const cache = new Map<string, SystemCalibration | null>();
 
-/** Surfaces are stored as base64 of little-endian int16 values (units of the model's `scale`). */
+/**
+ * Surfaces are stored as "~" + base64 of zigzag varints of the differences between consecutive values (units of
+ * the model's `scale`, clamped to int16): fitted surfaces are smooth, so most differences take one byte. Plain
+ * base64 of little-endian int16 values (the first format) still reads.
+ */
 export function encodeSurface(v: number[]): string {
-  const buf = Buffer.alloc(v.length * 2);
-  v.forEach((x, i) => buf.writeInt16LE(Math.max(-32768, Math.min(32767, Math.round(x))), i * 2));
-  return buf.toString('base64');
+  const bytes: number[] = [];
+  let prev = 0;
+  for (const x of v) {
+    const q = Math.max(-32768, Math.min(32767, Math.round(x)));
+    const d = q - prev;
+    prev = q;
+    let z = d >= 0 ? 2 * d : -2 * d - 1;
+    while (z >= 0x80) { bytes.push((z & 0x7f) | 0x80); z >>>= 7; }
+    bytes.push(z);
+  }
+  return '~' + Buffer.from(bytes).toString('base64');
 }
 
 export function decodeSurface(s: string): number[] {
-  const buf = Buffer.from(s, 'base64');
-  const out: number[] = new Array(buf.length / 2);
-  for (let i = 0; i < out.length; i++) out[i] = buf.readInt16LE(i * 2);
+  if (!s.startsWith('~')) {
+    const buf = Buffer.from(s, 'base64');
+    const out: number[] = new Array(buf.length / 2);
+    for (let i = 0; i < out.length; i++) out[i] = buf.readInt16LE(i * 2);
+    return out;
+  }
+  const buf = Buffer.from(s.slice(1), 'base64');
+  const out: number[] = [];
+  let prev = 0;
+  for (let i = 0; i < buf.length; ) {
+    let z = 0, shift = 0, b: number;
+    do { b = buf[i++]!; z += (b & 0x7f) * 2 ** shift; shift += 7; } while (b & 0x80);
+    prev += z % 2 === 0 ? z / 2 : -(z + 1) / 2;
+    out.push(prev);
+  }
   return out;
 }
 
@@ -106,16 +130,29 @@ export function findOutlierGroups(cal: SystemCalibration): ExcludedGroup[] {
       if (have.length < 3) continue;
       const m0 = cal.sources[have[0]!]![op]!;
       if (!have.every((s) => sameLattice(m0, cal.sources[s]![op]!))) continue;
-      const pts = latticeNodes(m0);
-      const typical = have.map((s) => {
-        const m = cal.sources[s]![op]!;
-        const v = pts.map((x) => evalCorrection(m, m.groups[g]!, x)).sort((a, b) => a - b);
-        return v[v.length >> 1]!;
+      // Compared over the whole lattice (each group holds its edge values beyond the nodes it measured) and over
+      // the shapes every source measured (the nodes inside all their groups' bounds); the larger gap counts.
+      const inside = (x: number[]): boolean => have.every((s) => {
+        const gm = cal.sources[s]![op]!.groups[g]!;
+        return x.every((v, i) => v >= (gm.lo ?? m0.lo)[i]! && v <= (gm.hi ?? m0.hi)[i]!);
       });
-      const sorted = [...typical].sort((a, b) => a - b);
-      const med = sorted[(sorted.length - 1) >> 1]!;
+      const all = latticeNodes(m0);
+      const common = all.filter(inside);
+      const gaps = (pts: number[][]): number[] => {
+        const typical = have.map((s) => {
+          const m = cal.sources[s]![op]!;
+          const v = pts.map((x) => evalCorrection(m, m.groups[g]!, x)).sort((a, b) => a - b);
+          return v[v.length >> 1]!;
+        });
+        const sorted = [...typical].sort((a, b) => a - b);
+        const med = sorted[(sorted.length - 1) >> 1]!;
+        return typical.map((t) => t - med);
+      };
+      const onAll = gaps(all);
+      const onCommon = common.length ? gaps(common) : onAll;
       have.forEach((s, i) => {
-        const ratio = Math.exp(typical[i]! - med);
+        const gap = Math.abs(onCommon[i]!) > Math.abs(onAll[i]!) ? onCommon[i]! : onAll[i]!;
+        const ratio = Math.exp(gap);
         if (ratio > OUTLIER_RATIO || ratio < 1 / OUTLIER_RATIO) out.push({ source: s, op, group: g, ratio: Number(ratio.toFixed(2)) });
       });
       compared.add(`${op}|${g}`);
@@ -288,6 +325,13 @@ const GROUP_FALLBACK: Record<string, string[]> = {
 export function groupFor(op: ModelOp, m: OpModel, r: Row): GroupModel | undefined {
   const def = FEATURES[op];
   const g = def.group(r);
+  // MoE up to the kernel switch: the low-latency kernel's group, on the shapes it was measured on (its lattice bounds).
+  const low = op === 'moe' && (r.tokens as number) <= MOE_MIN_LATENCY_TOKENS ? m.groups[`${g}|${LOW_LATENCY}`] : undefined;
+  if (low) {
+    const x = def.features(r);
+    const lo = low.lo ?? m.lo, hi = low.hi ?? m.hi;
+    if (x.every((v, i) => i === 0 || (v >= lo[i]! - 1e-9 && v <= hi[i]! + 1e-9))) return low;
+  }
   if (m.groups[g]) return m.groups[g];
   const parts = g.split('|');
   // Try each dtype-like part against its fallbacks.
@@ -308,9 +352,26 @@ export function groupFor(op: ModelOp, m: OpModel, r: Row): GroupModel | undefine
   return best ? m.groups[best] : undefined;
 }
 
-/** Model latency of a row: SOL x exp(correction); undefined when the op has no usable model. */
+/** The row with its table axes clamped into a group's measured box (the row itself when inside or no box). */
+export function clampToBox(op: ModelOp, g: GroupModel, r: Row): Row {
+  const box = g.box;
+  if (!box) return r;
+  const axes = OP_SPECS[op].axisCols;
+  let out: Row | undefined;
+  for (let i = 0; i < axes.length; i++) {
+    const v = r[axes[i]!] as number;
+    const c = Math.min(Math.max(v, box[2 * i]!), box[2 * i + 1]!);
+    if (c !== v) (out ??= { ...r })[axes[i]!] = c;
+  }
+  return out ?? r;
+}
+
+/**
+ * Model latency of a row: SOL x exp(correction); undefined when the op has no usable model. Outside the measured
+ * box of its group the correction (efficiency) of the nearest measured shape applies to the row's own SOL.
+ */
 export function modelLatency(op: ModelOp, m: OpModel, r: Row, solMs: number): number | undefined {
   const g = groupFor(op, m, r);
   if (!g) return undefined;
-  return solMs * Math.exp(evalCorrection(m, g, FEATURES[op].features(r)));
+  return solMs * Math.exp(evalCorrection(m, g, FEATURES[op].features(clampToBox(op, g, r))));
 }

@@ -1,6 +1,7 @@
 // Least-squares fit of the op model's correction surfaces (ln latency - ln SOL) with a smoothness penalty,
 // solved by conjugate gradients on the normal equations. Deterministic: fixed order, fixed iteration count.
-import { latticePos, pairsOf, type FeatureDef, type GroupModel } from './model.js';
+import { latticePos, MOE_MIN_LATENCY_TOKENS, pairsOf, type FeatureDef, type GroupModel } from './model.js';
+import type { Row } from './tables.js';
 
 export interface FitOptions {
   /** Weight of the first-difference smoothness penalty (relative to the mean squared residual). */
@@ -16,8 +17,28 @@ export interface FitOptions {
 
 export const DEFAULT_FIT: FitOptions = { smooth: 3e-4, ridge: 1e-7, iterations: 300, scale: 0.002, irls: 2 };
 
-/** Fit one group: `xs` are feature vectors, `ys` the targets ln(latency / SOL). */
-export function fitGroup(def: FeatureDef, xs: number[][], ys: number[], opt: FitOptions = DEFAULT_FIT): GroupModel {
+/** Lattice bounds a group's rows reach: [floor(min), ceil(max)] per feature, inside the model's bounds. */
+export function groupBounds(def: Pick<FeatureDef, 'lo' | 'hi'>, xs: number[][]): { lo: number[]; hi: number[] } {
+  const lo = def.lo.map((l, i) => {
+    let mn = Infinity;
+    for (const x of xs) if (x[i]! < mn) mn = x[i]!;
+    return Math.min(Math.max(l, Math.floor(mn)), def.hi[i]!);
+  });
+  const hi = def.hi.map((h, i) => {
+    let mx = -Infinity;
+    for (const x of xs) if (x[i]! > mx) mx = x[i]!;
+    return Math.max(Math.min(h, Math.ceil(mx)), lo[i]!);
+  });
+  return { lo, hi };
+}
+
+/**
+ * Fit one group: `xs` are feature vectors, `ys` the targets ln(latency / SOL). The lattice spans only the nodes
+ * the rows reach (see groupBounds); the result records those bounds.
+ */
+export function fitGroup(full: FeatureDef, xs: number[][], ys: number[], opt: FitOptions = DEFAULT_FIT): GroupModel {
+  const { lo, hi } = groupBounds(full, xs);
+  const def = { lo, hi };
   const d = def.lo.length;
   const pairs = pairsOf(d);
   const dims = pairs.map(([i, j]) => [def.hi[i]! - def.lo[i]! + 1, d === 1 ? 1 : def.hi[j]! - def.lo[j]! + 1] as [number, number]);
@@ -120,11 +141,38 @@ export function fitGroup(def: FeatureDef, xs: number[][], ys: number[], opt: Fit
     solve(Math.ceil(opt.iterations / 2));
   }
   const surfaces = dims.map(([a, b], p) => Array.from(x.subarray(offs[p]!, offs[p]! + a * b), (v) => Math.round(v / opt.scale)));
-  return { rows: N, surfaces };
+  return { rows: N, surfaces, lo, hi };
 }
 
 function dot(a: Float64Array, b: Float64Array): number {
   let s = 0;
   for (let i = 0; i < a.length; i++) s += a[i]! * b[i]!;
   return s;
+}
+
+/** What a reference MoE row measured, relative to what serving runs (see moeKernelRoles). */
+export type MoeKernelRole = 'served' | 'unserved' | 'nongated';
+
+/**
+ * Role of each row of one reference MoE table. Non-gated expert FFNs (two matrices, not three) are another op
+ * than ours. Where a shape was measured with TRT-LLM's low-latency kernel and with the CUTLASS one, the engine
+ * serves the low-latency one up to MOE_MIN_LATENCY_TOKENS tokens and the CUTLASS one above; the other kernel's
+ * row at that size is not what serving runs.
+ */
+export function moeKernelRoles(rows: Row[]): MoeKernelRole[] {
+  const keyOf = (r: Row): string => ['dtype', 'hidden', 'inter', 'topk', 'experts', 'moe_tp', 'moe_ep', 'tokens', 'distribution'].map((c) => String(r[c])).join('|');
+  const paired = new Map<string, number>();
+  for (const r of rows) {
+    const k = String(r.kernel ?? '');
+    if (k.includes('nongated')) continue;
+    const bit = k.includes('min_latency') ? 1 : 2;
+    paired.set(keyOf(r), (paired.get(keyOf(r)) ?? 0) | bit);
+  }
+  return rows.map((r) => {
+    const k = String(r.kernel ?? '');
+    if (k.includes('nongated')) return 'nongated';
+    if (paired.get(keyOf(r)) !== 3) return 'served';
+    const small = (r.tokens as number) <= MOE_MIN_LATENCY_TOKENS;
+    return k.includes('min_latency') === small ? 'served' : 'unserved';
+  });
 }

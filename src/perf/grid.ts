@@ -1,8 +1,32 @@
 // Dense grids over log2 axes holding ln(latency), built from table rows, and the lookup:
 // multilinear interpolation inside the grid (monotone along each axis when the grid is), roofline scaling
 // at the nearest edge's efficiency outside it, and never below the speed of light.
-import type { Peaks } from './sol.js';
-import type { OpSpec, Row } from './tables.js';
+import { computeFlops, gemmSol, type Peaks } from './sol.js';
+import type { OpName, OpSpec, Row } from './tables.js';
+
+/** An axis along which the running maximum only carries from cells on the compute-bound side of the roofline. */
+export interface FreeAxis {
+  col: string;
+  computeBound(p: Peaks, r: Row): boolean;
+}
+
+/**
+ * GEMM m (tokens): while a GEMM is bound by reading its weights, more tokens add no work to speak of and the
+ * engines pick the kernel by m bucket; a small-m kernel can be slower than the one they run a few tokens later
+ * (TRT-LLM FP8 block-scaled GEMMs on B200: 41 us at m = 4, 18 us at m = 16 for n = 4096, k = 12288). A running
+ * maximum over the memory-bound side would price every batch up to the crossover at the slow kernel, so latency
+ * is held monotone in m only from the first compute-bound cell on (there more tokens are more work). The weight
+ * dimensions (n, k) and every other op stay monotone everywhere.
+ */
+export const FREE_AXES: Partial<Record<OpName, FreeAxis>> = {
+  gemm: {
+    col: 'm',
+    computeBound: (p, r) => {
+      const dtype = String(r.dtype), m = r.m as number, n = r.n as number, k = r.k as number;
+      return (2 * m * n * k) / computeFlops(p, dtype) >= gemmSol(p, dtype, m, n, k) * (1 - 1e-12);
+    },
+  },
+};
 
 export interface Grid {
   key: Row;
@@ -104,12 +128,14 @@ function buildGrid(spec: OpSpec, peaks: Peaks, rows: Row[]): Grid {
     const from = src[o]!;
     lnLat[o] = lnLat[from]! + Math.log(spec.sol(peaks, cellRow(o)) / spec.sol(peaks, cellRow(from)));
   }
-  // More work never takes less time: running maximum along every axis.
+  // More work never takes less time: running maximum along every axis (FREE_AXES: from compute-bound cells only).
+  const free = FREE_AXES[spec.op];
   for (let i = 0; i < d; i++) {
     const st = strides[i]!;
+    const isFree = free?.col === spec.axisCols[i];
     for (let o = 0; o < total; o++) {
       const j = Math.floor(o / st) % sizes[i]!;
-      if (j > 0 && lnLat[o]! < lnLat[o - st]!) lnLat[o] = lnLat[o - st]!;
+      if (j > 0 && lnLat[o]! < lnLat[o - st]! && (!isFree || free!.computeBound(peaks, cellRow(o - st)))) lnLat[o] = lnLat[o - st]!;
     }
   }
   return { key, axes: values.map((vs) => Float64Array.from(vs, Math.log2)), values, lnLat, strides };

@@ -15,6 +15,14 @@ export interface FeatureDef {
   features(r: Row): number[];
 }
 
+/**
+ * TRT-LLM runs gated FP4 experts with its low-latency kernel up to this many tokens and the CUTLASS one above
+ * (a step at the switch); where both were measured, the low-latency rows are a group of their own
+ * ("<dtype>|low_latency") that prices MoE up to this size.
+ */
+export const MOE_MIN_LATENCY_TOKENS = 128;
+export const LOW_LATENCY = 'low_latency';
+
 const l2 = (v: number): number => Math.log2(Math.max(v, 1));
 const num = (r: Row, c: string): number => r[c] as number;
 
@@ -32,10 +40,16 @@ export const FEATURES: Record<ModelOp, FeatureDef> = {
     group: (r) => `${r.head_dim}|${r.dtype}|${r.kv_dtype}|${num(r, 'window') > 0 ? 'window' : 'full'}`,
     features: (r) => [l2(num(r, 'batch') * num(r, 'seq') * num(r, 'heads')) / 2, l2(num(r, 'seq')), l2(num(r, 'heads')) / 2, l2(num(r, 'heads') / num(r, 'kv_heads')) / 2],
   },
+  // Decode attention: thread blocks (sequences x KV heads, before split-KV), KV length (work per block), query
+  // heads sharing each KV read, batch (launch and page-table work per sequence) and the KV bytes read in total
+  // (every second octave; how busy HBM is, which no sum of pairwise terms in the others can express).
   generation_attention: {
-    names: ['log2_batch', 'log2_kv_len', 'log2_kv_heads', 'log2_gqa'], lo: [0, 0, 0, 0], hi: [11, 17, 7, 6],
+    names: ['log2_batch_kv_heads', 'log2_kv_len', 'log2_gqa', 'log2_batch', 'log2_kv_read/2'], lo: [0, 0, 0, 0, 0], hi: [18, 17, 6, 11, 17],
     group: (r) => `${r.head_dim}|${r.kv_dtype}|${num(r, 'window') > 0 ? 'window' : 'full'}`,
-    features: (r) => [l2(num(r, 'batch')), l2(num(r, 'kv_len')), l2(num(r, 'kv_heads')), l2(num(r, 'heads') / num(r, 'kv_heads'))],
+    features: (r) => {
+      const b = num(r, 'batch'), kvh = num(r, 'kv_heads'), kv = num(r, 'kv_len'), w = num(r, 'window');
+      return [l2(b * kvh), l2(kv), l2(num(r, 'heads') / kvh), l2(b), l2(b * kvh * (w > 0 ? Math.min(kv, w) : kv)) / 2];
+    },
   },
   allreduce: {
     names: ['log2_elements', 'log2_gpus'], lo: [7, 1], hi: [29, 3],
@@ -48,12 +62,16 @@ export const FEATURES: Record<ModelOp, FeatureDef> = {
     features: (r) => [l2(num(r, 'elements')), l2(num(r, 'gpus'))],
   },
   moe: {
-    // Tokens routed to each expert (tokens x topk / experts) sets how full the expert GEMMs are.
-    names: ['log2_tokens', 'log2_hidden', 'log2_inter_per_tp', 'log2_experts_per_ep', 'log2_tokens_per_expert'], lo: [0, 11, 5, 0, -6], hi: [16, 13, 14, 9, 12],
-    group: (r) => String(r.dtype),
+    // Tokens routed to each expert (tokens x topk / experts) sets how full the expert GEMMs are; the expert math
+    // per GPU (tokens x topk x hidden x expert FFN / (TP x EP), every second octave) how busy the GPU is.
+    names: ['log2_tokens', 'log2_hidden', 'log2_inter_per_tp', 'log2_experts_per_ep', 'log2_tokens_per_expert', 'log2_work_per_gpu/2'],
+    lo: [0, 11, 5, 0, -6, 0], hi: [16, 13, 14, 9, 12, 24],
+    // Rows of TRT-LLM's low-latency FP4 kernel form their own group (see MOE_MIN_LATENCY_TOKENS).
+    group: (r) => (String(r.kernel ?? '').includes('min_latency') ? `${r.dtype}|${LOW_LATENCY}` : String(r.dtype)),
     features: (r) => [
       l2(num(r, 'tokens')), l2(num(r, 'hidden')), l2(num(r, 'inter') / num(r, 'moe_tp')), l2(num(r, 'experts') / num(r, 'moe_ep')),
       Math.log2((num(r, 'tokens') * num(r, 'topk')) / num(r, 'experts')),
+      l2((num(r, 'tokens') * num(r, 'topk') * num(r, 'hidden') * num(r, 'inter')) / (num(r, 'moe_tp') * num(r, 'moe_ep'))) / 2,
     ],
   },
   mla: {
@@ -69,6 +87,17 @@ export interface GroupModel {
   rows: number;
   /** Surface values in units of `scale` (ln latency), row-major over (feature i, feature j), one per pair. */
   surfaces: number[][];
+  /**
+   * The group's own lattice bounds (within the model's): the nodes its rows reach. Beyond them the smoothness
+   * penalty would only repeat the edge values, so they are not stored; lookups hold the edge.
+   */
+  lo?: number[];
+  hi?: number[];
+  /**
+   * Measured range of the op's table axes (OP_SPECS axisCols: min, max per axis). Outside it the model keeps the
+   * efficiency of the nearest measured shape (roofline transfer) instead of extrapolating its surfaces.
+   */
+  box?: number[];
 }
 
 export interface OpModel {
@@ -106,20 +135,21 @@ export function latticePos(x: number, lo: number, hi: number): [number, number] 
 
 /** ln(latency / SOL) the model predicts for a row of its group. */
 export function evalCorrection(m: OpModel, g: GroupModel, x: number[]): number {
-  const d = m.lo.length;
+  const lo = g.lo ?? m.lo, hi = g.hi ?? m.hi;
+  const d = lo.length;
   const pairs = pairsOf(d);
   let v = 0;
   for (let p = 0; p < pairs.length; p++) {
     const [i, j] = pairs[p]!;
     const surf = g.surfaces[p]!;
-    const ni = m.hi[i]! - m.lo[i]! + 1;
-    const nj = m.hi[j]! - m.lo[j]! + 1;
-    const [ai, wi] = latticePos(x[i]!, m.lo[i]!, m.hi[i]!);
+    const ni = hi[i]! - lo[i]! + 1;
+    const nj = hi[j]! - lo[j]! + 1;
+    const [ai, wi] = latticePos(x[i]!, lo[i]!, hi[i]!);
     if (d === 1) {
       v += (1 - wi) * surf[ai]! + wi * (surf[Math.min(ai + 1, ni - 1)] ?? 0);
       continue;
     }
-    const [aj, wj] = latticePos(x[j]!, m.lo[j]!, m.hi[j]!);
+    const [aj, wj] = latticePos(x[j]!, lo[j]!, hi[j]!);
     const ai1 = Math.min(ai + 1, ni - 1), aj1 = Math.min(aj + 1, nj - 1);
     v += (1 - wi) * (1 - wj) * surf[ai * nj + aj]! + wi * (1 - wj) * surf[ai1 * nj + aj]! + (1 - wi) * wj * surf[ai * nj + aj1]! + wi * wj * surf[ai1 * nj + aj1]!;
   }

@@ -103,7 +103,7 @@ export async function readRefTable(t: RefTable): Promise<{ op: OpName; rows: Row
         rows.push({
           dtype: ourDtype(str(r.moe_dtype)), tokens: num(r.num_tokens), hidden: num(r.hidden_size), inter: num(r.inter_size), topk: num(r.topk),
           experts: num(r.num_experts), moe_tp: num(r.moe_tp_size), moe_ep: num(r.moe_ep_size), distribution: str(r.distribution ?? 'balanced'),
-          latency_ms: lat,
+          kernel: str(r.kernel_source ?? ''), latency_ms: lat,
         });
         break;
       case 'mla': {

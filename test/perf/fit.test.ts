@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { fitGroup } from '../../src/perf/fit.js';
-import { evalCorrection, FEATURES, type OpModel } from '../../src/perf/model.js';
-import { decodeSurface, encodeSurface, pickSource, versionKey, type SystemCalibration } from '../../src/perf/calibration.js';
+import { fitGroup, moeKernelRoles } from '../../src/perf/fit.js';
+import type { Row } from '../../src/perf/tables.js';
+import { evalCorrection, FEATURES, LOW_LATENCY, MOE_MIN_LATENCY_TOKENS, type GroupModel, type OpModel } from '../../src/perf/model.js';
+import { clampToBox, groupFor, decodeSurface, encodeSurface, modelLatency, pickSource, versionKey, type SystemCalibration } from '../../src/perf/calibration.js';
 
 describe('op-model fit', () => {
   it('recovers a smooth efficiency surface from samples', () => {
@@ -15,9 +16,52 @@ describe('op-model fit', () => {
     for (const x of [[3.3, 8, 9], [10.3, 14, 12], [15.3, 6, 15]]) expect(Math.abs(evalCorrection(model, g, x) - truth(x))).toBeLessThan(0.02);
   });
 
+  it('stores only the lattice nodes its rows reach and holds the edge beyond them', () => {
+    const def = { ...FEATURES.allreduce, lo: [7, 1], hi: [29, 3] };
+    const xs: number[][] = [];
+    const ys: number[] = [];
+    for (let e = 10; e <= 20; e += 0.5) for (const g of [1, 2]) { xs.push([e, g]); ys.push(0.1 * (e - 10)); }
+    const gm = fitGroup(def, xs, ys, { smooth: 1e-6, ridge: 1e-9, iterations: 300, scale: 0.001 });
+    expect([gm.lo, gm.hi]).toEqual([[10, 1], [20, 2]]);
+    expect(gm.surfaces[0]!.length).toBe(11 * 2);
+    const model: OpModel = { features: def.names, lo: def.lo, hi: def.hi, scale: 0.001, groups: { x: gm } };
+    expect(evalCorrection(model, gm, [25, 2])).toBeCloseTo(evalCorrection(model, gm, [20, 2]), 9);
+    expect(evalCorrection(model, gm, [15.5, 1])).toBeCloseTo(0.55, 1);
+  });
+
+  it('outside the measured box keeps the efficiency of the nearest measured shape', () => {
+    // Measured m in [4, 64]; a slope in the first feature (log2 m / 2): ln(latency / SOL) grows toward small m.
+    const zero = [0, 0, 0, 0];
+    const g = { rows: 10, surfaces: [[500, 500, 0, 0], zero, zero, zero, zero, zero], box: [4, 64, 128, 8192, 128, 8192] };
+    const model: OpModel = { features: [], lo: [0, 0, 0, 0], hi: [1, 1, 1, 1], scale: 0.001, groups: { bfloat16: g } };
+    const at = (m: number): number => modelLatency('gemm', model, { dtype: 'bfloat16', m, n: 1024, k: 1024 }, 1)!;
+    expect(at(1)).toBeCloseTo(at(4), 12);
+    expect(at(1)).toBeLessThan(Math.exp(0.5));
+    expect(clampToBox('gemm', g, { dtype: 'bfloat16', m: 1, n: 100000, k: 1024 })).toMatchObject({ m: 4, n: 8192, k: 1024 });
+  });
+
+  it('tells served MoE kernels from the other kernel of a pair and from non-gated FFNs', () => {
+    const row = (kernel: string, tokens: number): Row => ({ dtype: 'nvfp4', hidden: 7168, inter: 2048, topk: 8, experts: 256, moe_tp: 1, moe_ep: 8, tokens, distribution: 'balanced', kernel });
+    const rows = [row('moe_torch_flow_min_latency', 64), row('moe_torch_flow_cutlass', 64), row('moe_torch_flow_min_latency', 1024), row('moe_torch_flow_cutlass', 1024),
+      row('moe_torch_flow_cutlass', 32), row('moe_torch_flow_nongated', 64)];
+    expect(moeKernelRoles(rows)).toEqual(['served', 'unserved', 'unserved', 'served', 'served', 'nongated']);
+    // Up to the switch the low-latency group prices MoE, above it the CUTLASS one.
+    const { lo, hi } = FEATURES.moe;
+    // The low-latency kernel was measured on expert FFNs up to 4096 wide (log2 12).
+    const cutlass: GroupModel = { rows: 9, surfaces: [] }, low: GroupModel = { rows: 8, surfaces: [], lo, hi: hi.map((h, i) => (i === 2 ? 12 : h)) };
+    const m: OpModel = { features: [], lo, hi, scale: 0.001, groups: { nvfp4: cutlass, [`nvfp4|${LOW_LATENCY}`]: low } };
+    expect(groupFor('moe', m, row('', MOE_MIN_LATENCY_TOKENS))).toBe(low);
+    expect(groupFor('moe', m, row('', MOE_MIN_LATENCY_TOKENS + 1))).toBe(cutlass);
+    expect(groupFor('moe', m, { ...row('', 16), inter: 14336 })).toBe(cutlass);
+  });
+
   it('stores surfaces compactly and losslessly', () => {
-    const v = [0, 1, -1, 32767, -32768, 1234];
+    const v = [0, 1, -1, 32767, -32768, 1234, 1240, 1238];
     expect(decodeSurface(encodeSurface(v))).toEqual(v);
+    // Smooth surfaces take about one byte per value; the first (int16) format still reads.
+    const smooth = Array.from({ length: 300 }, (_, i) => Math.round(500 * Math.sin(i / 40)));
+    expect(encodeSurface(smooth).length).toBeLessThan(300 * 1.4);
+    expect(decodeSurface(Buffer.from(Int16Array.from(v).buffer).toString('base64'))).toEqual(v);
   });
 
   it('borrows the nearest version of the same backend', () => {

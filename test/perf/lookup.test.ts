@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { loadSystem } from '../../src/inputs/systems.js';
 import { loadPerfSource } from '../../src/perf/index.js';
 import { buildGrids, OpTable } from '../../src/perf/grid.js';
-import { peaksOf, gemmSol, generationAttentionSol } from '../../src/perf/sol.js';
+import { computeFlops, peaksOf, gemmSol, generationAttentionSol } from '../../src/perf/sol.js';
 import { OP_SPECS, parseCsv, toCsv } from '../../src/perf/tables.js';
 import { UnsupportedError } from '../../src/util/errors.js';
 
@@ -27,14 +27,18 @@ describe('perf source (bundled tables)', () => {
   it('GEMM latency never decreases with more work and never beats the roofline', async () => {
     const src = await loadPerfSource({ system: h200, backend: 'vllm', version: '0.19.0' });
     const p = peaksOf(h200);
+    // More tokens are more work once the GEMM is compute-bound (below that the kernel choice by m rules; see FREE_AXES).
+    const computeBound = (dtype: string, m: number): boolean => (2 * m * 6144 * 4096) / computeFlops(p, dtype) >= gemmSol(p, dtype, m, 6144, 4096);
     for (const dtype of ['bfloat16', 'fp8'] as const) {
       let prev = 0;
+      let checked = 0;
       for (let m = 1; m <= 200000; m = Math.ceil(m * 1.37)) {
         const t = src.gemm({ dtype, m, n: 6144, k: 4096 });
-        expect(t).toBeGreaterThanOrEqual(prev * (1 - 1e-9));
+        if (computeBound(dtype, m / 4)) { expect(t).toBeGreaterThanOrEqual(prev * (1 - 1e-9)); checked++; }
         expect(t).toBeGreaterThanOrEqual(gemmSol(p, dtype, m, 6144, 4096) * (1 - 1e-9));
         prev = t;
       }
+      expect(checked).toBeGreaterThan(10);
       prev = 0;
       for (let n = 100; n <= 400000; n = Math.ceil(n * 1.5)) {
         const t = src.gemm({ dtype, m: 333, n, k: 5000 });
@@ -103,6 +107,16 @@ describe('grid lookup', () => {
     const far = t.lookup({ dtype: 'bfloat16', m: 64000, n: 2048, k: 4096 })!;
     const ratio = gemmSol(p, 'bfloat16', 64000, 2048, 4096) / gemmSol(p, 'bfloat16', 8, 2048, 4096);
     expect(far / edge).toBeCloseTo(ratio, 6);
+  });
+
+  it('keeps a memory-bound small-m dip (kernel choice) but holds compute-bound GEMMs monotone in m', () => {
+    const n = 4096, k = 4096;
+    // Weight-bound: m = 4 measured slower than m = 16 (another kernel); compute-bound: a dip is lifted.
+    const lat: Record<number, number> = { 1: 0.04, 4: 0.04, 16: 0.02, 64: 0.021, 4096: 1.0, 8192: 0.9, 16384: 3.0 };
+    const dip = Object.entries(lat).map(([m, l]) => ({ dtype: 'bfloat16', m: Number(m), n, k, latency_ms: Math.max(l, gemmSol(p, 'bfloat16', Number(m), n, k)) }));
+    const g = new OpTable(OP_SPECS.gemm, p, buildGrids(OP_SPECS.gemm, p, dip));
+    expect(g.lookup({ dtype: 'bfloat16', m: 16, n, k })).toBeCloseTo(dip[2]!.latency_ms as number, 12);
+    expect(g.lookup({ dtype: 'bfloat16', m: 8192, n, k })!).toBeGreaterThanOrEqual(g.lookup({ dtype: 'bfloat16', m: 4096, n, k })!);
   });
 
   it('has no grid for an unknown dtype', () => {
