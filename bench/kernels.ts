@@ -8,6 +8,7 @@ import type { Backend, Dtype } from '../src/inputs/types.js';
 import { referencePath } from '../src/util/paths.js';
 import { loadPerfSource, tableDir } from '../src/perf/index.js';
 import { listRefTables, readRefTable, REF_FILE_OP } from '../src/perf/reference.js';
+import { loadCalibration } from '../src/perf/calibration.js';
 import { DEEPSEEK_MLA } from '../src/perf/build.js';
 import type { PerfSource, Collective } from '../src/perf/types.js';
 import type { Row } from '../src/perf/tables.js';
@@ -52,7 +53,8 @@ function labelOf(op: string, r: Row): string {
   switch (op) {
     case 'context_attention': return `${r.dtype}/${r.kv_dtype}`;
     case 'generation_attention': return `kv ${r.kv_dtype}`;
-    case 'nccl': return `${r.collective} ${r.dtype}`;
+    case 'nccl': return `${r.collective} ${r.dtype}${r.role ? ` (${String(r.role)})` : ''}`;
+    case 'allreduce': return `${r.dtype}${r.role ? ` (${String(r.role)})` : ''}`;
     case 'moe': return `${r.dtype} ${r.distribution}${r.role ? ` (${String(r.role)} kernel)` : ''}`;
     case 'mla': return `${r.phase} ${r.dtype}/${r.kv_dtype}`;
     default: return String(r.dtype ?? '');
@@ -95,6 +97,14 @@ for (const t of tables) {
   // MoE rows of a kernel serving does not run at that size, or of a non-gated FFN, are reported apart (see moeKernelRoles).
   const roles = op === 'moe' ? moeKernelRoles(got.rows) : undefined;
   got.rows.forEach((r, i) => { if (roles && roles[i] !== 'served') r.role = roles[i]!; });
+  // Collectives the fit found routed through host memory (see hostRoutedFrom) are reported apart.
+  const source = t.framework === 'nccl' ? `nccl/${t.version}` : `${t.framework}/${t.version}`;
+  for (const h of loadCalibration(sys.name)?.hostRouted ?? []) {
+    if (h.source !== source || h.op !== op) continue;
+    for (const r of got.rows) {
+      if (`${r.collective ?? 'all_reduce'}|${r.kind ?? ''}|${r.dtype}` === h.group && (r.gpus as number) >= h.fromGpus) r.role = 'host-routed';
+    }
+  }
   for (const r of got.rows) {
     const p = predict(src, op, r);
     if (!Number.isFinite(p)) continue;
@@ -103,7 +113,7 @@ for (const t of tables) {
     const l = errs.get(k) ?? [];
     l.push(e);
     errs.set(k, l);
-    const pk = t.file.includes('mla_') ? 'mla_module' : op === 'moe' ? `moe (${r.role ? `${String(r.role)} kernel` : String(r.distribution)})` : op;
+    const pk = t.file.includes('mla_') ? 'mla_module' : op === 'moe' ? `moe (${r.role ? `${String(r.role)} kernel` : String(r.distribution)})` : r.role ? `${op} (${String(r.role)})` : op;
     const pl = pooled.get(pk) ?? [];
     pl.push(Math.abs(e));
     pooled.set(pk, pl);
@@ -116,13 +126,17 @@ for (const t of tables) {
       medianAbsPct: quantile(abs, 0.5), p90AbsPct: quantile(abs, 0.9), biasPct: quantile(signed, 0.5) });
   }
 }
-/** Ops of the accuracy target; MoE rows of kernels serving does not run (or non-gated FFNs) are reported, not targeted. */
+/**
+ * Ops of the accuracy target; MoE rows of kernels serving does not run (or non-gated FFNs) and collectives of a host
+ * that routed GPU traffic through system memory are reported, not targeted.
+ */
 function isTargeted(s: Stat): boolean {
-  return ['gemm', 'context_attention', 'generation_attention', 'allreduce', 'moe'].includes(s.op) && !s.dtype.endsWith(' kernel)');
+  return ['gemm', 'context_attention', 'generation_attention', 'allreduce', 'moe'].includes(s.op) && !s.dtype.endsWith(' kernel)') && !s.dtype.endsWith('(host-routed)');
 }
 const summary = [...pooled.keys()].sort().map((op) => {
   const a = pooled.get(op)!.sort((x, y) => x - y);
-  const slices = stats.filter((s) => (op.startsWith('moe (') ? s.op === 'moe' && s.dtype.endsWith(op.endsWith(' kernel)') ? op.slice(4) : op.slice(5, -1)) : s.op === op));
+  const [base, role] = op.includes(' (') ? [op.slice(0, op.indexOf(' (')), op.slice(op.indexOf(' (') + 1)] : [op, ''];
+  const slices = stats.filter((s) => (base === 'moe' ? s.op === 'moe' && s.dtype.endsWith(role.endsWith(' kernel)') ? role : role.slice(1, -1)) : s.op === base && (role ? s.dtype.endsWith(role) : !s.dtype.endsWith(')'))));
   const met = slices.filter((s) => s.medianAbsPct <= 10 && s.p90AbsPct <= 25).length;
   return { op, rows: a.length, medianAbsPct: quantile(a, 0.5), p90AbsPct: quantile(a, 0.9), slices: slices.length, slicesMet: met };
 });

@@ -4,10 +4,10 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadSystem } from '../src/inputs/systems.js';
 import { dataPath, referencePath } from '../src/util/paths.js';
 import { FEATURES, type ModelOp, type OpModel } from '../src/perf/model.js';
-import { DEFAULT_FIT, fitGroup, moeKernelRoles } from '../src/perf/fit.js';
+import { DEFAULT_FIT, fitGroup, hostRoutedFrom, moeKernelRoles } from '../src/perf/fit.js';
 import { listRefTables, readRefTable, REF_FILE_OP, type RefTable } from '../src/perf/reference.js';
 import { OP_SPECS, type Row } from '../src/perf/tables.js';
-import { peaksOf, type Peaks } from '../src/perf/sol.js';
+import { dtypeBytes, peaksOf, type Peaks } from '../src/perf/sol.js';
 import { findOutlierGroups, serializeCalibration, type SystemCalibration } from '../src/perf/calibration.js';
 import { DEEPSEEK_MLA } from '../src/perf/build.js';
 import { pickMoeDistribution, servingMoeRows } from '../src/perf/aic.js';
@@ -95,7 +95,25 @@ for (const refSystem of systems) {
         // Non-gated expert FFNs are another op; each kernel keeps all its rows (its own group, see FEATURES.moe).
         return r.filter((_, i) => roles[i] !== 'nongated');
       };
-      const model = fitOp(op, peaks, op === 'moe' ? moeRows() : rows);
+      // Collectives of a host that routed GPU traffic through system memory: keep the groups it measured right.
+      const commRows = (): Row[] => {
+        const out: Row[] = [];
+        const groups = new Map<string, Row[]>();
+        for (const r of rows) {
+          const k = `${r.collective ?? 'all_reduce'}|${r.kind ?? ''}|${r.dtype}`;
+          groups.set(k, [...(groups.get(k) ?? []), r]);
+        }
+        for (const [k, g] of [...groups].sort(([a], [b]) => (a < b ? -1 : 1))) {
+          const from = hostRoutedFrom(g, k.split('|')[0]!, dtypeBytes(String(g[0]!.dtype)));
+          if (from !== undefined) {
+            console.error(`${sys.name} ${src} ${op} ${k}: bus bandwidth collapses from ${from} GPUs (traffic through host memory), those rows left out`);
+            (cal.hostRouted ??= []).push({ source: src, op, group: k, fromGpus: from });
+          }
+          out.push(...(from === undefined ? g : g.filter((r) => (r.gpus as number) < from)));
+        }
+        return out;
+      };
+      const model = fitOp(op, peaks, op === 'moe' ? moeRows() : op === 'allreduce' || op === 'nccl' ? commRows() : rows);
       console.error(`${sys.name} ${src} ${op}: ${rows.length} rows, ${Object.keys(model.groups).length} groups, ${Date.now() - t0} ms`);
       if (src.startsWith('nccl/')) cal.nccl = { version: src.slice(5), model };
       else (cal.sources[src] ??= {})[op] = model;

@@ -13,6 +13,8 @@ export interface SystemCalibration {
   nccl?: { version: string; model: OpModel };
   /** Groups whose measurements disagree wildly with every other source of the system (see findOutlierGroups). */
   excluded?: ExcludedGroup[];
+  /** Collective groups whose rows from `fromGpus` GPUs went through host memory and were left out (see hostRoutedFrom). */
+  hostRouted?: { source: string; op: ModelOp; group: string; fromGpus: number }[];
 }
 
 /** A fitted group left out of the tables: its typical efficiency is `ratio` x the median of the system's sources. */

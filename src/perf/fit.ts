@@ -176,3 +176,32 @@ export function moeKernelRoles(rows: Row[]): MoeKernelRole[] {
     return k.includes('min_latency') === small ? 'served' : 'unserved';
   });
 }
+
+/** Bytes each GPU moves over its links in a ring collective, per byte of the message (NCCL's bus bandwidth). */
+function busFactor(collective: string, gpus: number): number {
+  return (collective === 'all_reduce' ? 2 : 1) * ((gpus - 1) / gpus);
+}
+
+/**
+ * The GPU count from which a host's collectives went through system memory instead of peer-to-peer links, or
+ * undefined. On such a host bus bandwidth collapses as GPUs are added (the L40S reference host: 16.6 GB/s for a
+ * 2-GPU all-reduce of 2 MB, 1.1 GB/s for 8 GPUs), unlike a server whose GPUs share a PCIe switch or NVLink, where
+ * it holds or grows. Those rows describe the host, not the GPU, and are left out of the fit: wider groups
+ * keep the efficiency the 2-GPU rows measured against the link in data/systems/.
+ * `rows`: one collective and dtype (allreduce rows count as all_reduce), with `elements`, `gpus`, `latency_ms`.
+ */
+export function hostRoutedFrom(rows: Row[], collective: string, bytesPerElement: number): number | undefined {
+  const byGpus = new Map<number, number[]>();
+  for (const r of rows) {
+    const g = r.gpus as number;
+    const bytes = (r.elements as number) * bytesPerElement;
+    if (g < 2 || bytes < 2 ** 20) continue; // large messages only: bandwidth, not latency
+    const bw = (busFactor(collective, g) * bytes) / (r.latency_ms as number);
+    byGpus.set(g, [...(byGpus.get(g) ?? []), bw]);
+  }
+  const median = (a: number[]): number => [...a].sort((x, y) => x - y)[a.length >> 1]!;
+  const two = byGpus.get(2);
+  if (!two) return undefined;
+  const base = median(two);
+  return [...byGpus.keys()].sort((a, b) => a - b).find((g) => g > 2 && median(byGpus.get(g)!) < base / 4);
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fitGroup, moeKernelRoles } from '../../src/perf/fit.js';
+import { fitGroup, hostRoutedFrom, moeKernelRoles } from '../../src/perf/fit.js';
 import type { Row } from '../../src/perf/tables.js';
 import { evalCorrection, FEATURES, LOW_LATENCY, MOE_MIN_LATENCY_TOKENS, type GroupModel, type OpModel } from '../../src/perf/model.js';
 import { clampToBox, groupFor, decodeSurface, encodeSurface, modelLatency, pickSource, versionKey, type SystemCalibration } from '../../src/perf/calibration.js';
@@ -72,5 +72,22 @@ describe('op-model fit', () => {
     expect(pickSource(cal, 'trtllm', '1.3.0rc1')).toBe('trtllm/1.2.0rc5');
     expect(pickSource(cal, 'sglang', '0.5.9')).toBeDefined();
     expect(versionKey('1.2.0rc5')[3]).toBeLessThan(versionKey('1.2.0')[3]!);
+  });
+});
+
+describe('collectives routed through host memory', () => {
+  // Rows of a 2 MiB-64 MiB all-reduce at a given bus bandwidth (bytes per ms) per GPU count.
+  const rows = (busBw: Record<number, number>) => Object.entries(busBw).flatMap(([g, bw]) => [20, 22, 24, 26].map((e) => {
+    const gpus = Number(g);
+    const bytes = 2 ** e;
+    return { dtype: 'bfloat16', gpus, elements: bytes / 2, latency_ms: (2 * ((gpus - 1) / gpus) * bytes) / bw };
+  }));
+  it('finds the GPU count from which bus bandwidth collapses', () => {
+    expect(hostRoutedFrom(rows({ 2: 16e6, 4: 3e6, 8: 1e6 }), 'all_reduce', 2)).toBe(4);
+    expect(hostRoutedFrom(rows({ 2: 16e6, 4: 12e6, 8: 1e6 }), 'all_reduce', 2)).toBe(8);
+  });
+  it('leaves switch- and NVLink-connected hosts alone', () => {
+    expect(hostRoutedFrom(rows({ 2: 300e6, 4: 350e6, 8: 380e6 }), 'all_reduce', 2)).toBeUndefined();
+    expect(hostRoutedFrom(rows({ 4: 3e6, 8: 1e6 }), 'all_reduce', 2)).toBeUndefined(); // no 2-GPU baseline
   });
 });
