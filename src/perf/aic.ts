@@ -5,6 +5,7 @@ import { basename, join } from 'node:path';
 import type { Backend, SystemSpec } from '../inputs/types.js';
 import { versionKey } from './calibration.js';
 import { DEEPSEEK_MLA } from './build.js';
+import { moeKernelRoles } from './fit.js';
 import { OpTable } from './grid.js';
 import { readRefTable, type RefTable } from './reference.js';
 import { peaksOf } from './sol.js';
@@ -35,6 +36,12 @@ export function servingMoeRows(rows: Row[]): Row[] {
   const w4a8 = 'w4a8_mxfp4_mxfp8';
   if (!rows.some((r) => r.dtype === w4a8)) return rows;
   return rows.filter((r) => r.dtype !== 'mxfp4').map((r) => (r.dtype === w4a8 ? { ...r, dtype: 'mxfp4' } : r));
+}
+
+/** Rows of the kernel serving runs at each size (not the other TRT-LLM FP4 kernel, not non-gated FFNs). */
+function servedMoeRows(rows: Row[]): Row[] {
+  const roles = moeKernelRoles(rows);
+  return rows.filter((_, i) => roles[i] === 'served');
 }
 
 /**
@@ -77,7 +84,7 @@ export async function loadAicTables(sysDir: string, system: SystemSpec, backend:
       }
   }
   for (const [op, rows0] of rowsByOp) {
-    const rows = op === 'moe' ? servingMoeRows(pickMoeDistribution(rows0)) : rows0;
+    const rows = op === 'moe' ? servedMoeRows(servingMoeRows(pickMoeDistribution(rows0))) : rows0;
     if (rows.length) tables.set(op, OpTable.fromRows(OP_SPECS[op], peaks, rows));
   }
   return { version: chosen, tables };
