@@ -99,17 +99,25 @@ const FORMAT_BORROW = new Set(['mxfp4']);
 /** An outlier source is this many times slower (or faster) than the median source of the system. */
 export const OUTLIER_RATIO = 4;
 
-/** Lattice nodes of a model (a fixed stride when there are more than `max`), for comparing fitted surfaces. */
+/**
+ * Lattice nodes of a model (every `step`-th node, in row-major order with the last feature fastest, when there are
+ * more than `max`), for comparing fitted surfaces. Nodes are decoded from their index: a model with many features
+ * has millions of nodes, too many to list.
+ */
 function latticeNodes(m: OpModel, max = 40000): number[][] {
-  let pts: number[][] = [[]];
-  for (let i = 0; i < m.lo.length; i++) {
-    const next: number[][] = [];
-    for (const p of pts) for (let v = m.lo[i]!; v <= m.hi[i]!; v++) next.push([...p, v]);
-    pts = next;
+  const sizes = m.lo.map((lo, i) => m.hi[i]! - lo + 1);
+  const total = sizes.reduce((a, b) => a * b, 1);
+  const step = total <= max ? 1 : Math.ceil(total / max);
+  const pts: number[][] = [];
+  for (let idx = 0; idx < total; idx += step) {
+    const p = new Array<number>(sizes.length);
+    for (let i = sizes.length - 1, rest = idx; i >= 0; i--) {
+      p[i] = m.lo[i]! + (rest % sizes[i]!);
+      rest = Math.floor(rest / sizes[i]!);
+    }
+    pts.push(p);
   }
-  if (pts.length <= max) return pts;
-  const step = Math.ceil(pts.length / max);
-  return pts.filter((_, i) => i % step === 0);
+  return pts;
 }
 
 const sameLattice = (a: OpModel, b: OpModel): boolean =>
