@@ -46,7 +46,7 @@ CUDA_VISIBLE_DEVICES='2,3' DYN_SYSTEM_PORT='8082' DYN_VLLM_KV_EVENT_PORT='20081'
     --tensor-parallel-size '2' \
     --pipeline-parallel-size '1' \
     --data-parallel-size '1' \
-    --max-num-seqs '16' \
+    --max-num-seqs '20' \
     --max-num-batched-tokens '8192' \
     --max-model-len '5120' \
     --kv-cache-dtype 'auto' \
@@ -78,7 +78,7 @@ CUDA_VISIBLE_DEVICES='6,7' DYN_SYSTEM_PORT='8084' DYN_VLLM_KV_EVENT_PORT='20083'
     --tensor-parallel-size '2' \
     --pipeline-parallel-size '1' \
     --data-parallel-size '1' \
-    --max-num-seqs '16' \
+    --max-num-seqs '20' \
     --max-num-batched-tokens '8192' \
     --max-model-len '5120' \
     --kv-cache-dtype 'auto' \
