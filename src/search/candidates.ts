@@ -46,7 +46,8 @@ export function enumerateLayouts(ctx: EngineContext, budget: number, restrict?: 
           const moeTp = width / moeEp;
           if (restrict?.moeTp?.length && !restrict.moeTp.includes(moeTp)) continue;
           if (restrict?.moeEp?.length && !restrict.moeEp.includes(moeEp)) continue;
-          if (moeEp > ctx.model.moe!.numExperts) continue;
+          // Deployments we write place whole experts evenly (no redundant-expert flags): widths that divide them.
+          if (ctx.model.moe!.numExperts % moeEp !== 0) continue;
           out.push({ tp, pp, dp, moeTp, moeEp });
         }
       }
