@@ -53,15 +53,8 @@ function strKeyOf(spec: OpSpec, r: Row): string {
 
 /** Group rows by key and lay each group out as a dense grid; holes are filled from the nearest cell by roofline transfer. */
 export function buildGrids(spec: OpSpec, peaks: Peaks, rows: Row[]): Map<string, Grid> {
-  const groups = new Map<string, Row[]>();
-  for (const r of rows) {
-    const k = keyOf(spec, r);
-    let g = groups.get(k);
-    if (!g) groups.set(k, (g = []));
-    g.push(r);
-  }
   const out = new Map<string, Grid>();
-  for (const [k, g] of groups) out.set(k, buildGrid(spec, peaks, g));
+  for (const [k, g] of groupRows(spec, rows)) out.set(k, buildGrid(spec, peaks, g));
   return out;
 }
 
