@@ -69,7 +69,8 @@ function quantile(sorted: number[], q: number): number {
   return sorted[lo]! + (sorted[hi]! - sorted[lo]!) * (pos - lo);
 }
 
-interface Stat { system: string; backend: string; version: string; op: string; dtype: string; rows: number; medianAbsPct: number; p90AbsPct: number; biasPct: number }
+/** `pool`: the row of the pooled summary the slice counts in (op, or op with its MoE routing / reported-apart role). */
+interface Stat { system: string; backend: string; version: string; op: string; dtype: string; pool: string; rows: number; medianAbsPct: number; p90AbsPct: number; biasPct: number }
 const stats: Stat[] = [];
 /** All absolute errors per op, for the pooled summary. */
 const pooled = new Map<string, number[]>();
@@ -94,6 +95,7 @@ for (const t of tables) {
   const got = await readRefTable(t);
   if (!got) continue;
   const errs = new Map<string, number[]>();
+  const poolOf = new Map<string, string>();
   // MoE rows of a kernel serving does not run at that size, or of a non-gated FFN, are reported apart (see moeKernelRoles).
   const roles = op === 'moe' ? moeKernelRoles(got.rows) : undefined;
   got.rows.forEach((r, i) => { if (roles && roles[i] !== 'served') r.role = roles[i]!; });
@@ -114,6 +116,7 @@ for (const t of tables) {
     l.push(e);
     errs.set(k, l);
     const pk = t.file.includes('mla_') ? 'mla_module' : op === 'moe' ? `moe (${r.role ? `${String(r.role)} kernel` : String(r.distribution)})` : r.role ? `${op} (${String(r.role)})` : op;
+    poolOf.set(k, pk);
     const pl = pooled.get(pk) ?? [];
     pl.push(Math.abs(e));
     pooled.set(pk, pl);
@@ -122,7 +125,7 @@ for (const t of tables) {
     const e = errs.get(k)!;
     const abs = e.map(Math.abs).sort((a, b) => a - b);
     const signed = [...e].sort((a, b) => a - b);
-    stats.push({ system: sys.name, backend: t.framework, version: t.version, op: t.file.includes('mla_') ? 'mla_module' : op, dtype: k, rows: e.length,
+    stats.push({ system: sys.name, backend: t.framework, version: t.version, op: t.file.includes('mla_') ? 'mla_module' : op, dtype: k, pool: poolOf.get(k)!, rows: e.length,
       medianAbsPct: quantile(abs, 0.5), p90AbsPct: quantile(abs, 0.9), biasPct: quantile(signed, 0.5) });
   }
 }
@@ -131,12 +134,11 @@ for (const t of tables) {
  * that routed GPU traffic through system memory are reported, not targeted.
  */
 function isTargeted(s: Stat): boolean {
-  return ['gemm', 'context_attention', 'generation_attention', 'allreduce', 'moe'].includes(s.op) && !s.dtype.endsWith(' kernel)') && !s.dtype.endsWith('(host-routed)');
+  return ['gemm', 'context_attention', 'generation_attention', 'allreduce', 'moe'].includes(s.op) && !/ kernel\)$|\(host-routed\)$/.test(s.pool);
 }
 const summary = [...pooled.keys()].sort().map((op) => {
   const a = pooled.get(op)!.sort((x, y) => x - y);
-  const [base, role] = op.includes(' (') ? [op.slice(0, op.indexOf(' (')), op.slice(op.indexOf(' (') + 1)] : [op, ''];
-  const slices = stats.filter((s) => (base === 'moe' ? s.op === 'moe' && s.dtype.endsWith(role.endsWith(' kernel)') ? role : role.slice(1, -1)) : s.op === base && (role ? s.dtype.endsWith(role) : !s.dtype.endsWith(')'))));
+  const slices = stats.filter((s) => s.pool === op);
   const met = slices.filter((s) => s.medianAbsPct <= 10 && s.p90AbsPct <= 25).length;
   return { op, rows: a.length, medianAbsPct: quantile(a, 0.5), p90AbsPct: quantile(a, 0.9), slices: slices.length, slicesMet: met };
 });
