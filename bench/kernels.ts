@@ -12,7 +12,7 @@ import { loadCalibration } from '../src/perf/calibration.js';
 import { DEEPSEEK_MLA } from '../src/perf/build.js';
 import type { PerfSource, Collective } from '../src/perf/types.js';
 import type { Row } from '../src/perf/tables.js';
-import { moeKernelRoles } from '../src/perf/fit.js';
+import { commGroupKey, moeKernelRoles } from '../src/perf/fit.js';
 
 const args = process.argv.slice(2);
 const argOf = (name: string): string | undefined => {
@@ -104,7 +104,7 @@ for (const t of tables) {
   for (const h of loadCalibration(sys.name)?.hostRouted ?? []) {
     if (h.source !== source || h.op !== op) continue;
     for (const r of got.rows) {
-      if (`${r.collective ?? 'all_reduce'}|${r.kind ?? ''}|${r.dtype}` === h.group && (r.gpus as number) >= h.fromGpus) r.role = 'host-routed';
+      if (commGroupKey(r) === h.group && (r.gpus as number) >= h.fromGpus) r.role = 'host-routed';
     }
   }
   for (const r of got.rows) {

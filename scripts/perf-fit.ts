@@ -4,7 +4,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadSystem } from '../src/inputs/systems.js';
 import { dataPath, referencePath } from '../src/util/paths.js';
 import { FEATURES, type ModelOp, type OpModel } from '../src/perf/model.js';
-import { DEFAULT_FIT, fitGroup, hostRoutedFrom, moeKernelRoles } from '../src/perf/fit.js';
+import { commGroupKey, DEFAULT_FIT, fitGroup, hostRoutedFrom, moeKernelRoles } from '../src/perf/fit.js';
 import { listRefTables, readRefTable, REF_FILE_OP, type RefTable } from '../src/perf/reference.js';
 import { OP_SPECS, type Row } from '../src/perf/tables.js';
 import { dtypeBytes, peaksOf, type Peaks } from '../src/perf/sol.js';
@@ -100,7 +100,7 @@ for (const refSystem of systems) {
         const out: Row[] = [];
         const groups = new Map<string, Row[]>();
         for (const r of rows) {
-          const k = `${r.collective ?? 'all_reduce'}|${r.kind ?? ''}|${r.dtype}`;
+          const k = commGroupKey(r);
           groups.set(k, [...(groups.get(k) ?? []), r]);
         }
         for (const [k, g] of [...groups].sort(([a], [b]) => (a < b ? -1 : 1))) {

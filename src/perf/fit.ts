@@ -182,6 +182,11 @@ function busFactor(collective: string, gpus: number): number {
   return (collective === 'all_reduce' ? 2 : 1) * ((gpus - 1) / gpus);
 }
 
+/** Group of a collective row for hostRoutedFrom (allreduce rows count as all_reduce): "collective|kind|dtype". */
+export function commGroupKey(r: Row): string {
+  return `${r.collective ?? 'all_reduce'}|${r.kind ?? ''}|${r.dtype}`;
+}
+
 /**
  * The GPU count from which a host's collectives went through system memory instead of peer-to-peer links, or
  * undefined. On such a host bus bandwidth collapses as GPUs are added (the L40S reference host: 16.6 GB/s for a
