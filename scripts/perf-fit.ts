@@ -101,7 +101,8 @@ for (const refSystem of systems) {
         const groups = new Map<string, Row[]>();
         for (const r of rows) {
           const k = commGroupKey(r);
-          groups.set(k, [...(groups.get(k) ?? []), r]);
+          if (!groups.has(k)) groups.set(k, []);
+          groups.get(k)!.push(r);
         }
         for (const [k, g] of [...groups].sort(([a], [b]) => (a < b ? -1 : 1))) {
           const from = hostRoutedFrom(g, k.split('|')[0]!, dtypeBytes(String(g[0]!.dtype)));

@@ -202,7 +202,8 @@ export function hostRoutedFrom(rows: Row[], collective: string, bytesPerElement:
     const bytes = (r.elements as number) * bytesPerElement;
     if (g < 2 || bytes < 2 ** 20) continue; // large messages only: bandwidth, not latency
     const bw = (busFactor(collective, g) * bytes) / (r.latency_ms as number);
-    byGpus.set(g, [...(byGpus.get(g) ?? []), bw]);
+    if (!byGpus.has(g)) byGpus.set(g, []);
+    byGpus.get(g)!.push(bw);
   }
   const median = (a: number[]): number => [...a].sort((x, y) => x - y)[a.length >> 1]!;
   const two = byGpus.get(2);
