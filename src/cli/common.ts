@@ -74,3 +74,8 @@ export function positiveNumber(flag: string) {
     return n;
   };
 }
+
+/** Colour only on a terminal and never with NO_COLOR. */
+export function useColor(stream: NodeJS.WriteStream = process.stdout): boolean {
+  return Boolean(stream.isTTY) && !process.env.NO_COLOR;
+}

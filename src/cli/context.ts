@@ -6,10 +6,12 @@ import { loadSystem, resolveEngine } from '../inputs/systems.js';
 import { loadPerfSource } from '../perf/index.js';
 import { loadCorrectionProfile } from '../validate/profile.js';
 import type { EngineContext } from '../engine/types.js';
+import type { ModelSpec } from '../inputs/types.js';
 import type { CommonInputs } from './options.js';
 
-export async function loadEngineContext(inputs: CommonInputs, extra: { decodeSystem?: string } = {}): Promise<EngineContext> {
-  const model = await resolveModel(inputs.hfId);
+/** `extra.model`: the already resolved model of `inputs.hfId` (callers that build many contexts resolve it once). */
+export async function loadEngineContext(inputs: CommonInputs, extra: { decodeSystem?: string; model?: ModelSpec } = {}): Promise<EngineContext> {
+  const model = extra.model ?? (await resolveModel(inputs.hfId));
   const system = loadSystem(inputs.system);
   const { backend, version } = resolveEngine(system, inputs.backend, inputs.backendVersion);
   const perf = await loadPerfSource({ system, backend, version, perfData: inputs.perfData });

@@ -3,11 +3,10 @@
 import { Command, Option } from 'commander';
 import { nonNegativeInt, positiveInt, positiveNumber } from './common.js';
 import { InputError } from '../util/errors.js';
-import { BACKENDS, type Backend, type Dtype, type Sla } from '../inputs/types.js';
+import { BACKENDS, DTYPES, type Backend, type Dtype, type Sla } from '../inputs/types.js';
 
-export const DEFAULTS = { isl: 4000, osl: 1000, ttft: 2000, tpot: 30, topN: 5, dynamoVersion: '0.9' } as const;
+export const DEFAULTS = { isl: 4000, osl: 1000, ttft: 2000, tpot: 30, topN: 5 } as const;
 
-const DTYPES: Dtype[] = ['bfloat16', 'float16', 'fp8', 'fp8_block', 'nvfp4', 'mxfp4', 'int8_wo', 'int4_wo'];
 
 function dtypeParser(flag: string) {
   return (v: string): Dtype => {
@@ -64,7 +63,7 @@ export function addSaveOptions(cmd: Command): Command {
   return cmd
     .option('--save-dir <dir>', 'write the results directory here')
     .option('--force', 'replace an existing results directory')
-    .option('--dynamo-version <v>', `Dynamo flag profile for manifests: 0.9 or 1.x (default ${DEFAULTS.dynamoVersion})`);
+    .option('--dynamo-version <v>', 'Dynamo flag profile for manifests: 0.9 or 1.x (default: the one matching the runtime image)');
 }
 
 /** Plain values of the shared flags, defaults applied. */

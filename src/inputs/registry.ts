@@ -4,9 +4,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { dataPath } from '../util/paths.js';
-import type { Dtype, ModelSpec } from './types.js';
+import { DTYPES, type Dtype, type ModelSpec } from './types.js';
 
-const DTYPES = ['bfloat16', 'float16', 'fp8', 'fp8_block', 'nvfp4', 'mxfp4', 'int8_wo', 'int4_wo'] as const satisfies readonly Dtype[];
 const dtype = z.enum(DTYPES);
 const int = z.number().int().nonnegative();
 const pos = z.number().int().positive();

@@ -11,6 +11,9 @@ export type Dtype =
   | 'int8_wo'
   | 'int4_wo';
 
+/** Every format, in the order help texts and schema errors list them. */
+export const DTYPES = ['bfloat16', 'float16', 'fp8', 'fp8_block', 'nvfp4', 'mxfp4', 'int8_wo', 'int4_wo'] as const satisfies readonly Dtype[];
+
 export const DTYPE_BYTES: Record<Dtype, number> = {
   bfloat16: 2,
   float16: 2,
@@ -101,8 +104,8 @@ export interface ModelSpec {
   mtpLayers?: number;
 }
 
-export type Backend = 'vllm' | 'sglang' | 'trtllm';
-export const BACKENDS: readonly Backend[] = ['vllm', 'sglang', 'trtllm'];
+export const BACKENDS = ['vllm', 'sglang', 'trtllm'] as const;
+export type Backend = (typeof BACKENDS)[number];
 
 export interface BackendSupport {
   versions: string[];

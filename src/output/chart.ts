@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SearchResult, RankedCandidate, Mode } from '../search/types.js';
 import { projectRoot } from '../util/paths.js';
-import { round } from './generator-config.js';
+import { round } from '../util/format.js';
 
 export const CHART_FONT_FAMILY = 'DejaVu Sans';
 

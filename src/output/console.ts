@@ -6,7 +6,7 @@ import type { AggEstimate, Band, DisaggEstimate } from '../engine/types.js';
 import type { ModeResult, RankedCandidate, SearchResult } from '../search/types.js';
 import type { NoFeasibleDetail } from '../search/explain.js';
 import type { Recommendation, RecommendResult } from '../search/recommend.js';
-import { bestOf, budgetScale, replicasOf } from '../search/json.js';
+import { bestOf, budgetScale, disaggParallelNames, replicasOf } from '../search/json.js';
 import { gpusOf } from '../search/port.js';
 import { asciiPareto } from './ascii-pareto.js';
 import { num } from '../util/format.js';
@@ -29,7 +29,6 @@ function palette(color: boolean): Palette {
   return { head: c.cyan, good: c.green, bad: c.red, dim: c.dim, bold: c.bold };
 }
 
-export { num };
 
 const band = (b: Band): string => `[${num(b.low)} - ${num(b.high)}]`;
 
@@ -67,7 +66,7 @@ function describe(c: RankedCandidate): string {
     return `agg ${c.parallel}, batch ${cfg.batchSize}, max-num-tokens ${cfg.maxNumTokens}, ${r} replica${r > 1 ? 's' : ''} x ${c.gpusUsed / r} GPUs`;
   }
   const d = (c.estimate as DisaggEstimate).config;
-  const [pName, dName] = c.parallel.replace(/^p:/, '').split(' d:');
+  const [pName, dName] = disaggParallelNames(c);
   return `disagg ${d.prefill.workers} x prefill ${pName} (bs ${d.prefill.batchSize}) + ${d.decode.workers} x decode ${dName} (bs ${d.decode.batchSize}), ${r} replica${r > 1 ? 's' : ''} x ${c.gpusUsed / r} GPUs`;
 }
 
@@ -135,7 +134,7 @@ export function renderDisaggTable(top: RankedCandidate[], p: Palette): string {
   const t = new Table({ ...PLAIN_STYLE, head: head.map((h) => p.head(h)) });
   top.forEach((c, i) => {
     const e = c.estimate as DisaggEstimate;
-    const [pName, dName] = c.parallel.replace(/^p:/, '').split(' d:');
+    const [pName, dName] = disaggParallelNames(c);
     t.push([
       ...metricCells(c, i + 1),
       String(e.config.prefill.workers),

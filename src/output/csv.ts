@@ -4,8 +4,9 @@ import { stringify } from 'csv-stringify/sync';
 import type { AggEstimate, DisaggEstimate, MemoryPicture, ParallelLayout } from '../engine/types.js';
 import type { EngineContext } from '../engine/types.js';
 import type { Mode, RankedCandidate, SearchInputs } from '../search/types.js';
-import { round } from './generator-config.js';
+import { round } from '../util/format.js';
 import { gpusOf } from '../search/port.js';
+import { layoutName } from '../search/candidates.js';
 
 const GIB = 1024 ** 3;
 
@@ -36,9 +37,6 @@ export const DISAGG_COLUMNS = [
 
 type Row = Record<string, string | number>;
 
-export function parallelName(l: ParallelLayout, moe: boolean): string {
-  return moe ? `tp${l.tp}pp${l.pp}dp${l.dp}etp${l.moeTp}ep${l.moeEp}` : `tp${l.tp}pp${l.pp}`;
-}
 
 /** GiB per GPU the simulated batch needs: weights, activations and the KV of `seqs` full sequences (aiconfigurator's `memory`). */
 function memoryNeeded(m: MemoryPicture, seqs: number, seqLen: number): number {
@@ -79,7 +77,7 @@ function aggRow(c: RankedCandidate, inputs: SearchInputs, ctx: EngineContext): R
     'seq/s': round(m.requestsPerS / replicas), 'seq/s/gpu': round(m.requestsPerS / m.gpus),
     'tokens/s': round(m.outputTokPerS / replicas), 'tokens/s/gpu': round(m.tokPerSPerGpu), 'tokens/s/user': round(m.tokPerSPerUser),
     num_total_gpus: g, tp: e.config.tp, pp: e.config.pp, dp: e.config.dp, moe_tp: e.config.moeTp, moe_ep: e.config.moeEp,
-    parallel: c.parallel || parallelName(e.config, moe),
+    parallel: c.parallel || layoutName(e.config, moe),
     gemm: ctx.gemmDtype, kvcache: ctx.kvDtype, moe: moe ? ctx.moeDtype : '',
     // Each attention-DP rank holds only its own sequences.
     memory: round(memoryNeeded(e.memory, e.config.batchSize / e.config.dp, seqLen)),
@@ -105,7 +103,7 @@ function disaggRow(c: RankedCandidate, inputs: SearchInputs, ctx: EngineContext)
   const moe = ctx.model.moe !== undefined;
   const pool = (tag: '(p)' | '(d)', cfg: typeof p, mem: MemoryPicture, system: string): Row => ({
     [`${tag}tp`]: cfg.tp, [`${tag}pp`]: cfg.pp, [`${tag}dp`]: cfg.dp, [`${tag}moe_tp`]: cfg.moeTp, [`${tag}moe_ep`]: cfg.moeEp,
-    [`${tag}parallel`]: parallelName(cfg, moe), [`${tag}max_num_tokens`]: cfg.maxNumTokens,
+    [`${tag}parallel`]: layoutName(cfg, moe), [`${tag}max_num_tokens`]: cfg.maxNumTokens,
     [`${tag}memory`]: round(memoryNeeded(mem, cfg.batchSize / cfg.dp, tag === '(p)' ? inputs.workload.isl : seqLen)),
     [`${tag}mem_per_gpu_gib`]: round(memoryAllocated(mem)), [`${tag}kv_tokens`]: Math.round(mem.kvTokens),
     [`${tag}system`]: system,

@@ -5,8 +5,8 @@ import { z } from 'zod';
 import type { EngineContext } from '../engine/types.js';
 import type { Mode, SearchInputs } from '../search/types.js';
 import { InputError } from '../util/errors.js';
+import { BACKENDS, DTYPES } from '../inputs/types.js';
 
-const DTYPES = ['bfloat16', 'float16', 'fp8', 'fp8_block', 'nvfp4', 'mxfp4', 'int8_wo', 'int4_wo'] as const;
 const intList = z.array(z.number().int().positive()).min(1);
 
 export const experimentSchema = z.strictObject({
@@ -15,7 +15,7 @@ export const experimentSchema = z.strictObject({
   model: z.string().min(1),
   system: z.string().min(1),
   decode_system: z.string().min(1).optional(),
-  backend: z.enum(['vllm', 'sglang', 'trtllm']),
+  backend: z.enum(BACKENDS),
   backend_version: z.string().min(1).optional(),
   total_gpus: z.number().int().positive(),
   isl: z.number().int().positive(),

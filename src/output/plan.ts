@@ -11,7 +11,7 @@ export interface PlanInput {
   inputs: SearchInputs;
   ctx: EngineContext;
   candidate: RankedCandidate;
-  /** --dynamo-version: 0.9 (default) or 1.x. */
+  /** --dynamo-version: 0.9 or 1.x; default: the profile of the runtime image. */
   dynamoVersion?: string;
 }
 

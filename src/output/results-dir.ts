@@ -21,7 +21,7 @@ import { buildBenchScript, buildRunScripts } from './scripts.js';
 
 export interface ResultsDirOptions {
   force?: boolean;
-  /** Flag profile of the manifests and scripts: 0.9 (default) or 1.x. */
+  /** Flag profile of the manifests and scripts: 0.9 or 1.x; default: the profile of the runtime image. */
   dynamoVersion?: string;
   /** The console report; colour codes and the timing line are removed. */
   reportText: string;

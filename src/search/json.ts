@@ -101,6 +101,12 @@ function poolJson(p: PoolConfig, parallel: string): PoolJson {
   };
 }
 
+/** Prefill and decode layout names of a disagg candidate's "p:<prefill> d:<decode>" label. */
+export function disaggParallelNames(c: RankedCandidate): [string, string] {
+  const [p, d] = c.parallel.replace(/^p:/, '').split(' d:');
+  return [p ?? '', d ?? ''];
+}
+
 /** Replicas of a candidate (agg estimates carry it; disagg units are replicated by the search). */
 export function replicasOf(c: RankedCandidate): number {
   return c.replicas ?? (c.estimate.mode === 'agg' ? c.estimate.replicas : 1);
@@ -138,9 +144,9 @@ export function candidateJson(c: RankedCandidate, rank?: number): CandidateJson 
     base.agg = { tp, pp, dp, moeTp, moeEp, batchSize, maxNumTokens };
   } else {
     const d = e as DisaggEstimate;
-    const [pName, dName] = c.parallel.replace(/^p:/, '').split(' d:');
-    base.prefill = poolJson(d.config.prefill, pName ?? '');
-    base.decode = poolJson(d.config.decode, dName ?? '');
+    const [pName, dName] = disaggParallelNames(c);
+    base.prefill = poolJson(d.config.prefill, pName);
+    base.decode = poolJson(d.config.decode, dName);
     base.kvTransferMs = r2(d.kvTransferMs);
   }
   return base;

@@ -10,7 +10,7 @@ import { InputError } from '../../util/errors.js';
 import { fitCorrection, FIT_PARAMS, type FitParam, type FitResult } from '../../validate/fit.js';
 import { validateRuns, type MeasuredStat, type ValidationReport } from '../../validate/compare.js';
 import { correctionProfileYaml } from '../../validate/profile.js';
-import { addTargetOptions, fmtPct, loadRuns, shortPath, reportJson, resolveTarget, runWarnings, targetTitle, summaryLine, targetContext, targetPredictor } from './validate.js';
+import { addTargetOptions, fmtPct, loadRuns, shortPath, reportJson, resolveTarget, runWarnings, targetTitle, summaryLine, table, targetContext, targetPredictor } from './validate.js';
 
 const pkg = createRequire(import.meta.url)('../../../package.json') as { version: string };
 
@@ -50,8 +50,7 @@ export function beforeAfterTable(before: ValidationReport, after: ValidationRepo
   before.runs.forEach((r, i) => {
     rows.push([r.label, String(r.point.concurrency), err(before, i, 'ttftMs'), err(after, i, 'ttftMs'), err(before, i, 'tpotMs'), err(after, i, 'tpotMs')]);
   });
-  const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
-  return rows.map((r) => '  ' + r.map((v, c) => (c === 0 ? v.padEnd(widths[c]) : v.padStart(widths[c]))).join('  '));
+  return table(rows);
 }
 
 export function registerCalibrate(program: Command): void {

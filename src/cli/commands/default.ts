@@ -1,6 +1,6 @@
 // `configure default`: search every layout within the budget, keep what meets the SLA, rank and report.
 import type { Command } from 'commander';
-import { log, positiveInt, printJson, runAction } from '../common.js';
+import { log, positiveInt, printJson, runAction, useColor } from '../common.js';
 import {
   addGlobalOptions,
   addModelSystemOptions,
@@ -19,11 +19,6 @@ import { searchToJson } from '../../search/json.js';
 import type { SearchResult } from '../../search/types.js';
 import type { EngineContext } from '../../engine/types.js';
 import { NoFeasibleError } from '../../util/errors.js';
-
-/** Colour only on a terminal and never with NO_COLOR. */
-export function useColor(stream: NodeJS.WriteStream = process.stdout): boolean {
-  return Boolean(stream.isTTY) && !process.env.NO_COLOR;
-}
 
 /** The effective parameters, printed before the search (stderr in --json mode). */
 export function effectiveLine(inputs: CommonInputs, ctx: EngineContext, totalGpus: number, topN: number): string {

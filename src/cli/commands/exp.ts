@@ -34,7 +34,7 @@ export function toExperiment(e: ExperimentEntry): Experiment {
     modes: e.mode === 'both' ? ['agg', 'disagg'] : [e.mode],
     decodeSystem: e.decode_system,
     totalGpus: e.total_gpus,
-    topN: e.top_n ?? DEFAULTS.topN,
+    topN: e.top_n,
     restrict,
     inputs: {
       hfId: e.model,
@@ -45,7 +45,7 @@ export function toExperiment(e: ExperimentEntry): Experiment {
       kvDtype: e.kv_cache_dtype,
       isl: e.isl,
       osl: e.osl,
-      prefix: e.prefix ?? 0,
+      prefix: e.prefix,
       ttft: e.ttft,
       tpot: e.tpot,
       requestLatency: e.request_latency,
@@ -317,7 +317,7 @@ export function registerExp(program: Command): void {
     .option('--yaml-path <file>', 'alias of --yaml (aiconfigurator spelling)')
     .option('--save-dir <dir>', "write each experiment's results directory under <dir>/<experiment name>/")
     .option('--force', 'replace existing results directories')
-    .option('--dynamo-version <v>', `Dynamo flag profile for manifests: 0.9 or 1.x (default ${DEFAULTS.dynamoVersion})`)
+    .option('--dynamo-version <v>', 'Dynamo flag profile for manifests: 0.9 or 1.x (default: the one matching the runtime image)')
     .option('--top-n <n>', "configurations kept per mode, overriding each experiment's top_n", positiveInt('--top-n'))
     .option('--report', 'also print the full report of every experiment');
   addGlobalOptions(cmd);
@@ -390,7 +390,7 @@ Examples:
           const dir = insideDir(opts.saveDir as string, safeSegment(exp.name));
           row.savedTo = await writeResultsDir(dir, result, ctx, {
             force: opts.force as boolean | undefined,
-            dynamoVersion: (opts.dynamoVersion as string | undefined) ?? DEFAULTS.dynamoVersion,
+            dynamoVersion: opts.dynamoVersion as string | undefined,
             reportText,
             json,
           });

@@ -8,7 +8,6 @@ import {
   addSaveOptions,
   addSlaOptions,
   addWorkloadOptions,
-  DEFAULTS,
   readCommonInputs,
   slaOf,
 } from '../options.js';
@@ -137,7 +136,7 @@ Examples:
         const { writeResultsDir } = await import('../../output/results-dir.js');
         savedTo = await writeResultsDir(opts.saveDir as string, g.result, ctx, {
           force: opts.force as boolean | undefined,
-          dynamoVersion: (opts.dynamoVersion as string | undefined) ?? DEFAULTS.dynamoVersion,
+          dynamoVersion: opts.dynamoVersion as string | undefined,
           reportText: text,
           json: doc(),
         });

@@ -2,6 +2,7 @@
 // for JSON lines on stdin; `perf compare` (registered from perf-compare.ts) diffs two table directories.
 import type { Command } from 'commander';
 import Table from 'cli-table3';
+import { PLAIN_STYLE } from '../../output/table.js';
 import { printJson, runAction } from '../common.js';
 import { listPerfTables } from '../../perf/index.js';
 import { answerLines } from '../../perf/query.js';
@@ -27,7 +28,7 @@ export function registerPerf(program: Command): void {
           printJson(rows.map((t) => ({ system: t.system, backend: t.backend, version: t.version, dir: t.dir, meta: t.meta })));
           return;
         }
-        const table = new Table({ head: ['system', 'backend', 'version', 'kind', 'calibrated on', 'tables'] });
+        const table = new Table({ head: ['system', 'backend', 'version', 'kind', 'calibrated on', 'tables'], ...PLAIN_STYLE });
         for (const t of rows)
           table.push([t.system, t.backend, t.version, t.meta.kind, String(t.meta.calibrated_on ?? '-'), t.meta.tables_from ? `same as ${t.meta.tables_from}` : 'own']);
         process.stdout.write(table.toString() + '\n');

@@ -1,7 +1,7 @@
 // `configure recommend`: the fewest GPUs (and the layout) that serve a target request rate or concurrency
 // under the SLA.
 import type { Command } from 'commander';
-import { log, positiveInt, positiveNumber, printJson, runAction } from '../common.js';
+import { log, positiveInt, positiveNumber, printJson, runAction, useColor } from '../common.js';
 import {
   addGlobalOptions,
   addModelSystemOptions,
@@ -20,7 +20,6 @@ import type { ModeResult, SearchResult } from '../../search/types.js';
 import type { EngineContext } from '../../engine/types.js';
 import { renderNoFeasible, renderRecommend } from '../../output/console.js';
 import { InputError, NoFeasibleError } from '../../util/errors.js';
-import { useColor } from './default.js';
 
 function readTarget(o: Record<string, unknown>): LoadTarget {
   const rate = o.targetRequestRate as number | undefined;

@@ -1,8 +1,8 @@
 // `configure support`: can we model this model on this system, per backend and version; do the weights fit
 // on one node; and, with --total-gpus, does any layout meet the SLA. Exit 0 when supported, 4 when not.
 import { Option, type Command } from 'commander';
-import { log, nonNegativeInt, positiveInt, positiveNumber, printJson, runAction } from '../common.js';
-import { addGlobalOptions, DEFAULTS, readCommonInputs, slaOf } from '../options.js';
+import { log, positiveInt, printJson, runAction } from '../common.js';
+import { addGlobalOptions, addSlaOptions, addWorkloadOptions, readCommonInputs, slaOf } from '../options.js';
 import { listSystems, loadSystem } from '../../inputs/systems.js';
 import { BACKENDS, type Backend } from '../../inputs/types.js';
 import { checkSupport, MIN_SEQUENCES, type SupportReport, type SupportRow } from '../../search/support.js';
@@ -71,13 +71,9 @@ export function registerSupport(program: Command): void {
     .addOption(new Option('--backend <name>', 'vllm, sglang, trtllm or all (default all)').argParser(backendOrAll))
     .option('--backend-version <v>', 'only this engine version (default every version the system lists)')
     .option('--perf-data <dir>', 'performance tables: a directory in our format or an aiconfigurator systems data directory')
-    .option('--total-gpus <n>', 'GPU budget: also run the search and say whether any layout meets the SLA', positiveInt('--total-gpus'))
-    .option('--isl <tokens>', `input sequence length (default ${DEFAULTS.isl})`, positiveInt('--isl'))
-    .option('--osl <tokens>', `output sequence length (default ${DEFAULTS.osl})`, positiveInt('--osl'))
-    .option('--prefix <tokens>', 'prompt tokens already in the prefix cache (default 0)', nonNegativeInt('--prefix'))
-    .option('--ttft <ms>', `time-to-first-token target, ms (default ${DEFAULTS.ttft})`, positiveNumber('--ttft'))
-    .option('--tpot <ms>', `time-per-output-token target, ms (default ${DEFAULTS.tpot})`, positiveNumber('--tpot'))
-    .option('--request-latency <ms>', 'end-to-end request latency target, ms', positiveNumber('--request-latency'));
+    .option('--total-gpus <n>', 'GPU budget: also run the search and say whether any layout meets the SLA', positiveInt('--total-gpus'));
+  addWorkloadOptions(cmd);
+  addSlaOptions(cmd);
   addGlobalOptions(cmd);
   cmd.addHelpText(
     'after',
@@ -103,7 +99,7 @@ Examples:
       const all = inputs.system.toLowerCase() === 'all';
       const systems = all ? listSystems() : [loadSystem(inputs.system)];
       // Resolve the model once: an unknown architecture exits 4 here with the supported list.
-      await resolveModel(inputs.hfId);
+      const model = await resolveModel(inputs.hfId);
       const sla = slaOf(inputs);
       const totalGpus = opts.totalGpus as number | undefined;
       const reports: SupportReport[] = [];
@@ -112,7 +108,7 @@ Examples:
           await checkSupport(
             {
               engine: realEngine,
-              loadContext: (backend, version) => loadEngineContext({ ...inputs, system: system.name, backend, backendVersion: version }),
+              loadContext: (backend, version) => loadEngineContext({ ...inputs, system: system.name, backend, backendVersion: version }, { model }),
               search: (ctx, spec) => runSearch(ctx, spec),
             },
             {

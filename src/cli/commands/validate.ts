@@ -231,7 +231,8 @@ export function fmtPct(v: number | null): string {
   return v === null ? '-' : `${v >= 0 ? '+' : ''}${v.toFixed(1)}%`;
 }
 
-function table(rows: string[][]): string[] {
+/** Rows as aligned text columns: the first left-aligned, the others right-aligned. */
+export function table(rows: string[][]): string[] {
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
   return rows.map((r) => '  ' + r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ').trimEnd());
 }
@@ -357,4 +358,3 @@ Examples:
   );
 }
 
-export { AIPERF_METRICS };
