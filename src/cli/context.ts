@@ -38,9 +38,3 @@ export async function loadEngineContext(inputs: CommonInputs, extra: { decodeSys
   }
   return ctx;
 }
-
-/** "calibrated on vllm 0.14.0" (+ " + user calibration <file>" when a correction profile is applied). */
-export function calibrationText(ctx: EngineContext): string {
-  const base = ctx.perf.info.calibratedOn || `${ctx.perf.info.kind} tables for ${ctx.backend} ${ctx.version}`;
-  return ctx.correction ? `${base} + user calibration ${ctx.correction.source}` : base;
-}

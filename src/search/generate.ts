@@ -7,6 +7,7 @@ import { gpusOf, isRefusal, type SearchEngine } from './port.js';
 import { layoutName, maxTp } from './candidates.js';
 import { slaBreaks } from './rank.js';
 import type { ModeResult, RankedCandidate, SearchResult } from './types.js';
+import { calibrationText } from './search.js';
 
 /**
  * The headroom rule: a layout fits when, after weights, activations and the runtime reserve, its KV cache
@@ -191,7 +192,7 @@ export function generate(engine: GenerateEngine, ctx: EngineContext, req: Genera
       totalGpus,
       workload: ctx.workload,
       sla: req.sla,
-      calibratedOn: ctx.correction?.source ?? 'none',
+      calibratedOn: calibrationText(ctx),
       topN: 1,
     },
     agg,

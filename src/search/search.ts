@@ -6,7 +6,13 @@ import { searchAgg } from './agg.js';
 import { searchDisagg } from './disagg.js';
 import { verdictOf } from './rank.js';
 
-export function runSearchWith(engine: SearchEngine, ctx: EngineContext, spec: SearchSpec, calibratedOn = 'default tables'): SearchResult {
+/** "calibrated on vllm 0.14.0" (+ " + user calibration <file>" when a correction profile is applied). */
+export function calibrationText(ctx: EngineContext): string {
+  const base = ctx.perf.info.calibratedOn || `${ctx.perf.info.kind} tables for ${ctx.backend} ${ctx.version}`;
+  return ctx.correction ? `${base} + user calibration ${ctx.correction.source}` : base;
+}
+
+export function runSearchWith(engine: SearchEngine, ctx: EngineContext, spec: SearchSpec): SearchResult {
   const started = performance.now();
   const cpu0 = process.cpuUsage();
   const agg: ModeResult | undefined = spec.modes.includes('agg') ? searchAgg(engine, ctx, spec) : undefined;
@@ -21,7 +27,7 @@ export function runSearchWith(engine: SearchEngine, ctx: EngineContext, spec: Se
       totalGpus: spec.totalGpus,
       workload: ctx.workload,
       sla: spec.sla,
-      calibratedOn: ctx.correction ? `calibrated (${ctx.correction.source})` : calibratedOn,
+      calibratedOn: calibrationText(ctx),
       topN: spec.topN,
     },
     agg,

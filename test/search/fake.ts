@@ -171,7 +171,7 @@ export function fakeContext(over: { isl?: number; osl?: number; moe?: boolean; g
     system,
     backend: 'vllm',
     version: '0.1',
-    perf: {} as EngineContext['perf'],
+    perf: { info: { calibratedOn: 'fake tables' } } as EngineContext['perf'],
     gemmDtype: 'bfloat16',
     moeDtype: 'bfloat16',
     kvDtype: 'bfloat16',

@@ -12,7 +12,7 @@ import {
   slaOf,
   type CommonInputs,
 } from '../options.js';
-import { calibrationText, loadEngineContext } from '../context.js';
+import { loadEngineContext } from '../context.js';
 import { runSearch } from '../../search/index.js';
 import { explain, hasFeasible, noFeasibleMessage } from '../../search/explain.js';
 import { searchToJson } from '../../search/json.js';
@@ -39,7 +39,6 @@ export function searchDefault(ctx: EngineContext, inputs: CommonInputs, totalGpu
     modes: ['agg', 'disagg'],
     sla: slaOf(inputs),
   });
-  result.inputs.calibratedOn = calibrationText(ctx);
   return result;
 }
 

@@ -12,7 +12,7 @@ import {
   readCommonInputs,
   slaOf,
 } from '../options.js';
-import { calibrationText, loadEngineContext } from '../context.js';
+import { loadEngineContext } from '../context.js';
 import { recommend, type LoadTarget, type RecommendResult } from '../../search/index.js';
 import { explain, hasFeasible, noFeasibleMessage } from '../../search/explain.js';
 import { recommendToJson } from '../../search/json.js';
@@ -99,7 +99,6 @@ Examples:
         modes: ['agg', 'disagg'],
         sla: slaOf(inputs),
       });
-      result.search.inputs.calibratedOn = calibrationText(ctx);
       const color = !json && useColor();
       if (!hasFeasible(result.search)) {
         const detail = explain(result.search);
