@@ -5,6 +5,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { InputError } from '../util/errors.js';
+import { isObj, type JsonObject } from '../util/json.js';
 
 /** One statistic set; single-value metrics (throughputs) carry only `avg`. */
 export interface Stat {
@@ -129,23 +130,18 @@ function applyDirectoryConcurrency(run: AiperfRun): void {
 
 // ---------- JSON (aggregate) ----------
 
-type JsonObject = Record<string, unknown>;
-
-function isObject(v: unknown): v is JsonObject {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 function dig(o: unknown, keys: string[]): unknown {
   let cur = o;
   for (const k of keys) {
-    if (!isObject(cur)) return undefined;
+    if (!isObj(cur)) return undefined;
     cur = cur[k];
   }
   return cur;
 }
 
 function jsonStat(entry: unknown): { stat: Stat; unit: string | null } | null {
-  if (!isObject(entry)) return null;
+  if (!isObj(entry)) return null;
   return {
     stat: { avg: num(entry.avg), p50: num(entry.p50), p90: num(entry.p90), p99: num(entry.p99) },
     unit: typeof entry.unit === 'string' ? entry.unit : null,
@@ -159,8 +155,8 @@ export function parseAiperfJson(text: string, source: string): AiperfRun {
   } catch (e) {
     throw new InputError(`${source}: not valid JSON (${(e as Error).message}); expected an AIPerf profile_export_aiperf.json`);
   }
-  if (!isObject(doc)) throw new InputError(`${source}: expected a JSON object (AIPerf profile_export_aiperf.json)`);
-  const legacy = isObject(doc.records);
+  if (!isObj(doc)) throw new InputError(`${source}: expected a JSON object (AIPerf profile_export_aiperf.json)`);
+  const legacy = isObj(doc.records);
   const metrics: JsonObject = legacy ? (doc.records as JsonObject) : doc;
   const run = baseRun(source, legacy ? 'json-legacy' : 'json');
   const get = (tags: string[]) => {
@@ -339,10 +335,10 @@ export function parseAiperfJsonl(text: string, source: string): AiperfRun {
     } catch {
       throw new InputError(`${source}:${lineNo}: not a JSON record; expected AIPerf profile_export.jsonl (one request per line)`);
     }
-    if (!isObject(rec) || !isObject(rec.metrics)) {
+    if (!isObj(rec) || !isObj(rec.metrics)) {
       throw new InputError(`${source}:${lineNo}: no "metrics" object; expected AIPerf profile_export.jsonl records`);
     }
-    const meta = isObject(rec.metadata) ? rec.metadata : {};
+    const meta = isObj(rec.metadata) ? rec.metadata : {};
     const phase = meta.benchmark_phase ?? meta.credit_phase;
     if (typeof phase === 'string' && phase !== 'profiling') continue; // skip warmup
     if (rec.error != null || meta.was_cancelled === true) {
@@ -353,7 +349,7 @@ export function parseAiperfJsonl(text: string, source: string): AiperfRun {
     const value = (tags: string[]) => {
       for (const t of tags) {
         const e = metrics[t];
-        if (isObject(e) && num(e.value) !== null) return { v: num(e.value) as number, unit: typeof e.unit === 'string' ? e.unit : null };
+        if (isObj(e) && num(e.value) !== null) return { v: num(e.value) as number, unit: typeof e.unit === 'string' ? e.unit : null };
       }
       return null;
     };
@@ -383,8 +379,13 @@ export function parseAiperfJsonl(text: string, source: string): AiperfRun {
   run.errorCount = errors;
   if (spans.length > 0) {
     // Timestamps exceed 2^53 ns; the rounding (~0.3 us) is irrelevant for a duration in seconds.
-    const t0 = Math.min(...spans.map((s) => s[0]));
-    const t1 = Math.max(...spans.map((s) => s[1]));
+    // A loop, not Math.min(...spans): a long run has more requests than a call takes arguments.
+    let t0 = Infinity;
+    let t1 = -Infinity;
+    for (const [a, b] of spans) {
+      t0 = Math.min(t0, a);
+      t1 = Math.max(t1, b);
+    }
     const durS = (t1 - t0) / 1e9;
     if (durS > 0) {
       run.durationS = durS;

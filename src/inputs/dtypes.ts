@@ -1,5 +1,6 @@
 // Weight and KV-cache formats: read from the checkpoint (never guessed from the GPU); flags override them.
 import { InputError, UnsupportedError } from '../util/errors.js';
+import { isObj, type JsonObject as Json } from '../util/json.js';
 import type { Dtype, ModelSpec, QuantSpec } from './types.js';
 
 export interface DtypeOverrides {
@@ -22,9 +23,6 @@ export function effectiveDtypes(model: ModelSpec, overrides: DtypeOverrides = {}
   };
 }
 
-type Json = Record<string, unknown>;
-
-const isObj = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** What a checkpoint says about its formats. */
 export interface CheckpointQuant {

@@ -1,9 +1,9 @@
 // Turn a Hugging Face config.json (+ hf_quant_config.json) into a ModelSpec.
 import { InputError, UnsupportedError } from '../util/errors.js';
+import { isObj, type JsonObject as Json } from '../util/json.js';
 import { checkpointQuant } from './dtypes.js';
 import type { LayerOverride, MlaSpec, ModelSpec, MoeSpec } from './types.js';
 
-type Json = Record<string, unknown>;
 
 /** Architectures we can model, and the family each belongs to. */
 export const SUPPORTED_ARCHITECTURES: Readonly<Record<string, string>> = {
@@ -22,8 +22,6 @@ export const SUPPORTED_ARCHITECTURES: Readonly<Record<string, string>> = {
   Llama4ForConditionalGeneration: 'llama4',
   Llama4ForCausalLM: 'llama4',
 };
-
-const isObj = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 class Reader {
   constructor(

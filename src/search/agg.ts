@@ -10,7 +10,7 @@ import { walkBatches } from './walk.js';
 export function searchAgg(engine: SearchEngine, ctx: EngineContext, spec: SearchSpec): ModeResult {
   const col = new ModeCollector('agg', spec.sla, spec.totalGpus);
   const moe = ctx.model.moe !== undefined;
-  const budgets = tokenBudgets(engine.defaultMaxNumTokens?.(ctx), ctx.workload.isl, spec.restrict?.maxNumTokens);
+  const budgets = tokenBudgets(engine.defaultMaxNumTokens(ctx), ctx.workload.isl, spec.restrict?.maxNumTokens);
   const fixedBatches = spec.restrict?.batch;
   for (const layout of enumerateLayouts(ctx, spec.totalGpus, spec.restrict)) {
     const name = layoutName(layout, moe);

@@ -3,7 +3,7 @@ import type { EngineContext, ParallelLayout } from '../engine/types.js';
 import type { SearchRestrict } from './types.js';
 import { gpusOf } from './port.js';
 
-function powersOfTwo(max: number): number[] {
+export function powersOfTwo(max: number): number[] {
   const out: number[] = [];
   for (let v = 1; v <= max; v *= 2) out.push(v);
   return out;
@@ -88,9 +88,8 @@ export function batchGrid(maxSequences: number, only?: number[], dp = 1): number
  * Step token budgets for chunked prefill: small (2048, favours TPOT), the engine default and a large one
  * (favours TTFT and throughput), plus a budget that takes a whole prompt in one chunk for long prompts.
  */
-export function tokenBudgets(defaultTokens: number | undefined, isl: number, only?: number[]): number[] {
+export function tokenBudgets(d: number, isl: number, only?: number[]): number[] {
   if (only && only.length > 0) return [...new Set(only)].sort((a, b) => a - b);
-  const d = defaultTokens ?? 8192;
   const set = new Set<number>([2048, d, Math.max(16384, d)]);
   if (isl > d && isl <= 32768) set.add(Math.ceil(isl / 256) * 256);
   return [...set].filter((t) => t >= 512).sort((a, b) => a - b);

@@ -11,7 +11,6 @@ import { walkBatches } from './walk.js';
 
 /** aiconfigurator's caps on workers per pool in one unit. */
 const MAX_WORKERS = 32;
-const DEFAULT_DECODE_TOKENS = 8192;
 
 interface PrefillOption {
   layout: ParallelLayout;
@@ -178,7 +177,7 @@ export function searchDisagg(engine: SearchEngine, ctx: EngineContext, spec: Sea
   }
 
   const decode: DecodeOption[] = [];
-  const decodeTokens = engine.defaultMaxNumTokens?.(ctx) ?? DEFAULT_DECODE_TOKENS;
+  const decodeTokens = engine.defaultMaxNumTokens(ctx);
   for (const layout of layouts) {
     const name = layoutName(layout, moe);
     const gpus = gpusOf(layout);

@@ -4,7 +4,7 @@ import type { AggConfig, AggEstimate, EngineContext, MemoryPicture, ParallelLayo
 import type { Sla } from '../inputs/types.js';
 import { NoFeasibleError } from '../util/errors.js';
 import { gpusOf, isRefusal, type SearchEngine } from './port.js';
-import { layoutName, maxTp } from './candidates.js';
+import { layoutName, maxTp, powersOfTwo } from './candidates.js';
 import { slaBreaks } from './rank.js';
 import type { ModeResult, RankedCandidate, SearchResult } from './types.js';
 import { calibrationText } from './search.js';
@@ -37,12 +37,6 @@ export interface SmallestLayout {
   trials: LayoutTrial[];
 }
 
-function powersOfTwoUpTo(n: number): number[] {
-  const out: number[] = [];
-  for (let v = 1; v <= n; v *= 2) out.push(v);
-  return out;
-}
-
 /** "tp2pp1", or for MoE "tp4pp1dp1etp1ep4" (the search's spelling). */
 export function parallelName(ctx: EngineContext, l: ParallelLayout): string {
   return layoutName(l, ctx.model.moe !== undefined);
@@ -55,7 +49,7 @@ export function parallelName(ctx: EngineContext, l: ParallelLayout): string {
  */
 export function layoutOrder(ctx: EngineContext, maxGpus: number = MAX_INSTANCE_GPUS): ParallelLayout[][] {
   // The search's tp ceiling: one NVLink domain, at most 8 on HGX boxes and 16 on NVL racks.
-  const tps = powersOfTwoUpTo(maxTp(ctx, maxGpus));
+  const tps = powersOfTwo(maxTp(ctx, maxGpus));
   const shapes: Array<{ tp: number; pp: number }> = tps.map((tp) => ({ tp, pp: 1 }));
   const fullTp = tps[tps.length - 1] ?? 1;
   for (let pp = 2; fullTp * pp <= maxGpus && pp <= ctx.model.numLayers; pp *= 2) shapes.push({ tp: fullTp, pp });
@@ -68,9 +62,9 @@ export function layoutOrder(ctx: EngineContext, maxGpus: number = MAX_INSTANCE_G
   });
 }
 
-/** The step token budget generate deploys with: the engine's default (8192 when the engine does not say). */
+/** The step token budget generate deploys with: the engine's default. */
 export function generateMaxNumTokens(engine: GenerateEngine, ctx: EngineContext): number {
-  return engine.defaultMaxNumTokens?.(ctx) ?? 8192;
+  return engine.defaultMaxNumTokens(ctx);
 }
 
 /**

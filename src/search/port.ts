@@ -22,14 +22,13 @@ export interface SearchEngine {
   layoutRule(ctx: EngineContext, layout: ParallelLayout, role: Role): string | null;
   /** Why the engine cannot pair these prefill and decode pools, or null. */
   disaggRule(ctx: EngineContext, config: DisaggConfig): string | null;
-  /** The backend's default step token budget (max-num-batched-tokens), when the engine knows it. */
-  defaultMaxNumTokens?(ctx: EngineContext): number | undefined;
+  /** The backend's default step token budget (max-num-batched-tokens). */
+  defaultMaxNumTokens(ctx: EngineContext): number;
 }
+
+// The engine's own helpers (rules.ts and types only: no engine code is loaded for a fake engine).
+export { gpusOf } from '../engine/rules.js';
 
 export function isRefusal<T extends object>(x: T | Refusal): x is Refusal {
   return (x as Refusal).refused === true;
-}
-
-export function gpusOf(l: ParallelLayout): number {
-  return l.tp * l.pp * l.dp;
 }

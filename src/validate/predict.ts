@@ -1,5 +1,5 @@
 // Re-prediction at a measured operating point. The estimator is injected so the comparison and the fit are
-// pure and testable without the engine; src/validate/engine.ts binds the real one.
+// pure and testable without the engine; src/cli/commands/validate.ts binds the real one.
 import type { AiperfMetric } from '../inputs/aiperf.js';
 import type { Band, CorrectionProfile, EngineContext, Estimate, Refusal } from '../engine/types.js';
 import type { PlanLayout } from './plan.js';
