@@ -7,9 +7,10 @@ import { loadSystem } from '../src/inputs/systems.js';
 import type { Backend, Dtype } from '../src/inputs/types.js';
 import { referencePath } from '../src/util/paths.js';
 import { loadPerfSource, tableDir } from '../src/perf/index.js';
-import { listRefTables, readRefTable, REF_FILE_OP } from '../src/perf/reference.js';
+import { listRefTables, readRefTable, REF_FILE_OP, sourceKey } from '../src/perf/reference.js';
 import { loadCalibration } from '../src/perf/calibration.js';
-import { DEEPSEEK_MLA } from '../src/perf/build.js';
+import { errorStats, quantile } from '../src/perf/compare.js';
+import { DEEPSEEK_MLA } from '../src/perf/tables.js';
 import type { PerfSource, Collective } from '../src/perf/types.js';
 import type { Row } from '../src/perf/tables.js';
 import { commGroupKey, moeKernelRoles } from '../src/perf/fit.js';
@@ -61,13 +62,6 @@ function labelOf(op: string, r: Row): string {
   }
 }
 
-function quantile(sorted: number[], q: number): number {
-  if (sorted.length === 0) return NaN;
-  const pos = (sorted.length - 1) * q;
-  const lo = Math.floor(pos);
-  const hi = Math.ceil(pos);
-  return sorted[lo]! + (sorted[hi]! - sorted[lo]!) * (pos - lo);
-}
 
 /** `pool`: the row of the pooled summary the slice counts in (op, or op with its MoE routing / reported-apart role). */
 interface Stat { system: string; backend: string; version: string; op: string; dtype: string; pool: string; rows: number; medianAbsPct: number; p90AbsPct: number; biasPct: number }
@@ -94,13 +88,14 @@ for (const t of tables) {
   const src = await loadPerfSource({ system: sys, backend, version });
   const got = await readRefTable(t);
   if (!got) continue;
-  const errs = new Map<string, number[]>();
+  /** (measured, predicted) latency pairs per slice label. */
+  const errs = new Map<string, [number, number][]>();
   const poolOf = new Map<string, string>();
   // MoE rows of a kernel serving does not run at that size, or of a non-gated FFN, are reported apart (see moeKernelRoles).
   const roles = op === 'moe' ? moeKernelRoles(got.rows) : undefined;
   got.rows.forEach((r, i) => { if (roles && roles[i] !== 'served') r.role = roles[i]!; });
   // Collectives the fit found routed through host memory (see hostRoutedFrom) are reported apart.
-  const source = t.framework === 'nccl' ? `nccl/${t.version}` : `${t.framework}/${t.version}`;
+  const source = sourceKey(t);
   for (const h of loadCalibration(sys.name)?.hostRouted ?? []) {
     if (h.source !== source || h.op !== op) continue;
     for (const r of got.rows) {
@@ -110,23 +105,21 @@ for (const t of tables) {
   for (const r of got.rows) {
     const p = predict(src, op, r);
     if (!Number.isFinite(p)) continue;
-    const e = ((p - (r.latency_ms as number)) / (r.latency_ms as number)) * 100;
+    const lat = r.latency_ms as number;
     const k = labelOf(op, r);
     const l = errs.get(k) ?? [];
-    l.push(e);
+    l.push([lat, p]);
     errs.set(k, l);
     const pk = t.file.includes('mla_') ? 'mla_module' : op === 'moe' ? `moe (${r.role ? `${String(r.role)} kernel` : String(r.distribution)})` : r.role ? `${op} (${String(r.role)})` : op;
     poolOf.set(k, pk);
     const pl = pooled.get(pk) ?? [];
-    pl.push(Math.abs(e));
+    pl.push(Math.abs(((p - lat) / lat) * 100));
     pooled.set(pk, pl);
   }
   for (const k of [...errs.keys()].sort()) {
-    const e = errs.get(k)!;
-    const abs = e.map(Math.abs).sort((a, b) => a - b);
-    const signed = [...e].sort((a, b) => a - b);
-    stats.push({ system: sys.name, backend: t.framework, version: t.version, op: t.file.includes('mla_') ? 'mla_module' : op, dtype: k, pool: poolOf.get(k)!, rows: e.length,
-      medianAbsPct: quantile(abs, 0.5), p90AbsPct: quantile(abs, 0.9), biasPct: quantile(signed, 0.5) });
+    const { count, medianAbsPct, p90AbsPct, biasPct } = errorStats(errs.get(k)!);
+    stats.push({ system: sys.name, backend: t.framework, version: t.version, op: t.file.includes('mla_') ? 'mla_module' : op, dtype: k, pool: poolOf.get(k)!, rows: count,
+      medianAbsPct, p90AbsPct, biasPct });
   }
 }
 /**

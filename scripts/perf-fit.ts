@@ -5,11 +5,10 @@ import { loadSystem } from '../src/inputs/systems.js';
 import { dataPath, referencePath } from '../src/util/paths.js';
 import { FEATURES, type ModelOp, type OpModel } from '../src/perf/model.js';
 import { commGroupKey, DEFAULT_FIT, fitGroup, hostRoutedFrom, moeKernelRoles } from '../src/perf/fit.js';
-import { listRefTables, readRefTable, REF_FILE_OP, type RefTable } from '../src/perf/reference.js';
+import { listRefTables, readRefTable, REF_FILE_OP, sourceKey, type RefTable } from '../src/perf/reference.js';
 import { OP_SPECS, type Row } from '../src/perf/tables.js';
 import { dtypeBytes, peaksOf, type Peaks } from '../src/perf/sol.js';
 import { findOutlierGroups, serializeCalibration, type SystemCalibration } from '../src/perf/calibration.js';
-import { DEEPSEEK_MLA } from '../src/perf/build.js';
 import { pickMoeDistribution, servingMoeRows } from '../src/perf/aic.js';
 
 const args = process.argv.slice(2);
@@ -20,18 +19,11 @@ const argOf = (name: string): string | undefined => {
 const refRoot = argOf('--ref') ?? referencePath('aic-silicon', 'kernels');
 const only = argOf('--system');
 
-/** Complete a reference row into a full row of our op (MLA module rows are DeepSeek-V3 shapes). */
-function complete(op: ModelOp, r: Row): Row {
-  if (op === 'mla') return { ...DEEPSEEK_MLA, ...r };
-  return r;
-}
-
 function fitOp(op: ModelOp, peaks: Peaks, rows: Row[]): OpModel {
   const def = FEATURES[op];
   const spec = OP_SPECS[op];
   const byGroup = new Map<string, { xs: number[][]; ys: number[]; box: number[] }>();
-  for (const r0 of rows) {
-    const r = complete(op, r0);
+  for (const r of rows) {
     const solMs = spec.sol(peaks, r);
     if (!(solMs > 0)) continue;
     const g = def.group(r);
@@ -70,7 +62,7 @@ for (const refSystem of systems) {
   // Gather rows per (source, op); a source may hold several files for one op (MLA context + generation).
   const bySource = new Map<string, Map<ModelOp, RefTable[]>>();
   for (const t of mine) {
-    const src = t.framework === 'nccl' ? `nccl/${t.version}` : `${t.framework}/${t.version}`;
+    const src = sourceKey(t);
     let m = bySource.get(src);
     if (!m) bySource.set(src, (m = new Map()));
     const op = REF_FILE_OP[t.file];

@@ -1,17 +1,15 @@
 // An aiconfigurator kernel-data directory (one system: <family>/<framework>/<version>/*.parquet) turned into
 // our grids. Rows keep their measured latency; the MoE distribution used is balanced when present (see pickMoeDistribution).
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { Backend, SystemSpec } from '../inputs/types.js';
 import { versionKey } from './calibration.js';
-import { DEEPSEEK_MLA } from './build.js';
 import { moeKernelRoles } from './fit.js';
 import { OpTable } from './grid.js';
-import { readRefTable, type RefTable } from './reference.js';
+import { readRefTable, subdirs, type RefTable } from './reference.js';
 import { peaksOf } from './sol.js';
 import { OP_SPECS, type OpName, type Row } from './tables.js';
 
-const sub = (d: string): string[] => (existsSync(d) ? readdirSync(d).filter((x) => statSync(join(d, x)).isDirectory()).sort() : []);
 
 /** The version folder to use for a backend: the asked one, else the nearest by version number. */
 function pickVersion(versions: string[], want: string): string | undefined {
@@ -57,20 +55,20 @@ export function pickMoeDistribution(rows: Row[]): Row[] {
 export async function loadAicTables(sysDir: string, system: SystemSpec, backend: Backend, version: string): Promise<{ version: string; tables: Map<OpName, OpTable> }> {
   const peaks = peaksOf(system);
   const tables = new Map<OpName, OpTable>();
-  const gemmVersions = sub(join(sysDir, 'gemm', backend));
-  const chosen = pickVersion(gemmVersions.length ? gemmVersions : sub(join(sysDir, 'attention', backend)), version) ?? version;
+  const gemmVersions = subdirs(join(sysDir, 'gemm', backend));
+  const chosen = pickVersion(gemmVersions.length ? gemmVersions : subdirs(join(sysDir, 'attention', backend)), version) ?? version;
   const rowsByOp = new Map<OpName, Row[]>();
-  for (const family of sub(sysDir)) {
+  for (const family of subdirs(sysDir)) {
     const fwDir = family === 'comm' ? null : join(sysDir, family, backend);
     const dirs: { framework: string; version: string; dir: string }[] = [];
     if (fwDir) {
-      const v = pickVersion(sub(fwDir), chosen);
+      const v = pickVersion(subdirs(fwDir), chosen);
       if (v) dirs.push({ framework: backend, version: v, dir: join(fwDir, v) });
     } else {
       const c = join(sysDir, 'comm');
-      const bv = pickVersion(sub(join(c, backend)), chosen);
+      const bv = pickVersion(subdirs(join(c, backend)), chosen);
       if (bv) dirs.push({ framework: backend, version: bv, dir: join(c, backend, bv) });
-      const nv = sub(join(c, 'nccl')).pop();
+      const nv = subdirs(join(c, 'nccl')).pop();
       if (nv) dirs.push({ framework: 'nccl', version: nv, dir: join(c, 'nccl', nv) });
     }
     for (const d of dirs)
@@ -79,7 +77,7 @@ export async function loadAicTables(sysDir: string, system: SystemSpec, backend:
         const got = await readRefTable(t);
         if (!got) continue;
         const l = rowsByOp.get(got.op) ?? [];
-        for (const r of got.rows) l.push(got.op === 'mla' ? { ...DEEPSEEK_MLA, ...r } : r);
+        l.push(...got.rows);
         rowsByOp.set(got.op, l);
       }
   }

@@ -7,10 +7,10 @@ import type { ModelOp, OpModel } from './model.js';
 import { FREE_AXES } from './grid.js';
 import { ROOFLINE } from './roofline.js';
 import { peaksOf, type Peaks } from './sol.js';
-import { OP_SPECS, toCsv, type OpName, type Row } from './tables.js';
+import { DEEPSEEK_MLA, OP_SPECS, toCsv, type OpName, type Row } from './tables.js';
 
 /** DeepSeek-V3 attention shapes (the MLA module rows of the reference and of our table). */
-export const DEEPSEEK_MLA = { kv_lora_rank: 512, qk_rope_head_dim: 64, qk_nope_head_dim: 128, v_head_dim: 128, q_lora_rank: 1536, hidden: 7168 } as const;
+
 
 /** Routed-expert shapes of the bundled MoE models (hidden, expert FFN, top-k, experts). */
 export const MOE_SHAPES: readonly [number, number, number, number][] = [

@@ -175,7 +175,7 @@ export function findOutlierGroups(cal: SystemCalibration): ExcludedGroup[] {
     for (const op of Object.keys(FEATURES).sort() as ModelOp[]) {
       const mine = flagged.filter((e) => e.source === src && e.op === op);
       const groups = Object.keys(cal.sources[src]![op]?.groups ?? {}).sort();
-      const cmp = groups.filter((g) => compared.has(`${op}|${g}`) && [...srcs].filter((k) => cal.sources[k]![op]?.groups[g]).length >= 3);
+      const cmp = groups.filter((g) => compared.has(`${op}|${g}`));
       if (mine.length < 2 || mine.length < cmp.length) continue;
       for (const g of groups) {
         if (cmp.includes(g)) continue;
@@ -195,9 +195,16 @@ export function findOutlierGroups(cal: SystemCalibration): ExcludedGroup[] {
 export function unservedMxfp4(m: OpModel | undefined): boolean {
   const mx = m?.groups.mxfp4, nv = m?.groups.nvfp4;
   if (!m || !mx || !nv) return false;
-  const d = latticeNodes(m, 4000).map((x) => evalCorrection(m, mx, x) - evalCorrection(m, nv, x)).sort((a, b) => a - b);
-  return Math.exp(d[d.length >> 1]!) > OUTLIER_RATIO;
+  let v = unservedMemo.get(m);
+  if (v === undefined) {
+    const d = latticeNodes(m, 4000).map((x) => evalCorrection(m, mx, x) - evalCorrection(m, nv, x)).sort((a, b) => a - b);
+    unservedMemo.set(m, (v = Math.exp(d[d.length >> 1]!) > OUTLIER_RATIO));
+  }
+  return v;
 }
+
+/** Models are never changed after loading: each is judged once (resolvedModel asks for every source). */
+const unservedMemo = new WeakMap<OpModel, boolean>();
 
 /** Sources in the order a (backend, version) borrows from: same backend by version distance, then the others. */
 function borrowOrder(cal: SystemCalibration, backend: string, version: string, op: ModelOp): string[] {

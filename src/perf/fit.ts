@@ -2,6 +2,7 @@
 // solved by conjugate gradients on the normal equations. Deterministic: fixed order, fixed iteration count.
 import { latticePos, MOE_MIN_LATENCY_TOKENS, pairsOf, type FeatureDef, type GroupModel } from './model.js';
 import type { Row } from './tables.js';
+import { ringBytesPerByte } from './sol.js';
 
 export interface FitOptions {
   /** Weight of the first-difference smoothness penalty (relative to the mean squared residual). */
@@ -38,10 +39,9 @@ export function groupBounds(def: Pick<FeatureDef, 'lo' | 'hi'>, xs: number[][]):
  */
 export function fitGroup(full: FeatureDef, xs: number[][], ys: number[], opt: FitOptions = DEFAULT_FIT): GroupModel {
   const { lo, hi } = groupBounds(full, xs);
-  const def = { lo, hi };
-  const d = def.lo.length;
+  const d = lo.length;
   const pairs = pairsOf(d);
-  const dims = pairs.map(([i, j]) => [def.hi[i]! - def.lo[i]! + 1, d === 1 ? 1 : def.hi[j]! - def.lo[j]! + 1] as [number, number]);
+  const dims = pairs.map(([i, j]) => [hi[i]! - lo[i]! + 1, d === 1 ? 1 : hi[j]! - lo[j]! + 1] as [number, number]);
   const offs: number[] = [];
   let nUnk = 0;
   for (const [a, b] of dims) { offs.push(nUnk); nUnk += a * b; }
@@ -55,14 +55,14 @@ export function fitGroup(full: FeatureDef, xs: number[][], ys: number[], opt: Fi
     for (let p = 0; p < pairs.length; p++) {
       const [i, j] = pairs[p]!;
       const [ni, nj] = dims[p]!;
-      const [ai, wi] = latticePos(x[i]!, def.lo[i]!, def.hi[i]!);
+      const [ai, wi] = latticePos(x[i]!, lo[i]!, hi[i]!);
       const ai1 = Math.min(ai + 1, ni - 1);
       if (d === 1) {
         idx[c] = offs[p]! + ai; wts[c++] = 1 - wi;
         idx[c] = offs[p]! + ai1; wts[c++] = wi;
         continue;
       }
-      const [aj, wj] = latticePos(x[j]!, def.lo[j]!, def.hi[j]!);
+      const [aj, wj] = latticePos(x[j]!, lo[j]!, hi[j]!);
       const aj1 = Math.min(aj + 1, nj - 1);
       const o = offs[p]!;
       idx[c] = o + ai * nj + aj; wts[c++] = (1 - wi) * (1 - wj);
@@ -84,7 +84,7 @@ export function fitGroup(full: FeatureDef, xs: number[][], ys: number[], opt: Fi
   }
   // Row weights: 1 for least squares; IRLS passes set 1/|residual| (normalized) to fit the median.
   const rowW = new Float64Array(N).fill(1);
-  let invN = 1 / Math.max(N, 1);
+  const invN = 1 / Math.max(N, 1);
   const apply = (v: Float64Array, out: Float64Array): void => {
     out.fill(0);
     for (let r = 0; r < N; r++) {
@@ -137,7 +137,6 @@ export function fitGroup(full: FeatureDef, xs: number[][], ys: number[], opt: Fi
     }
     // Keep the data term's total weight, so the smoothness penalty keeps its meaning.
     for (let r = 0; r < N; r++) rowW[r] = (rowW[r]! * N) / sumW;
-    invN = 1 / Math.max(N, 1);
     solve(Math.ceil(opt.iterations / 2));
   }
   const surfaces = dims.map(([a, b], p) => Array.from(x.subarray(offs[p]!, offs[p]! + a * b), (v) => Math.round(v / opt.scale)));
@@ -177,11 +176,6 @@ export function moeKernelRoles(rows: Row[]): MoeKernelRole[] {
   });
 }
 
-/** Bytes each GPU moves over its links in a ring collective, per byte of the message (NCCL's bus bandwidth). */
-function busFactor(collective: string, gpus: number): number {
-  return (collective === 'all_reduce' ? 2 : 1) * ((gpus - 1) / gpus);
-}
-
 /** Group of a collective row for hostRoutedFrom (allreduce rows count as all_reduce): "collective|kind|dtype". */
 export function commGroupKey(r: Row): string {
   return `${r.collective ?? 'all_reduce'}|${r.kind ?? ''}|${r.dtype}`;
@@ -201,7 +195,7 @@ export function hostRoutedFrom(rows: Row[], collective: string, bytesPerElement:
     const g = r.gpus as number;
     const bytes = (r.elements as number) * bytesPerElement;
     if (g < 2 || bytes < 2 ** 20) continue; // large messages only: bandwidth, not latency
-    const bw = (busFactor(collective, g) * bytes) / (r.latency_ms as number);
+    const bw = (ringBytesPerByte(collective, g) * bytes) / (r.latency_ms as number);
     if (!byGpus.has(g)) byGpus.set(g, []);
     byGpus.get(g)!.push(bw);
   }

@@ -2,7 +2,7 @@
 //   default      data/perf/<system>/<backend>/<version>/ (synthesized from calibrated coefficients)
 //   --perf-data  a directory in our format (meta.yaml + CSVs, possibly only some ops) or an aiconfigurator
 //                kernel-data directory (<system>/<family>/<framework>/<version>/*.parquet)
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import type { Backend, SystemSpec } from '../inputs/types.js';
@@ -16,6 +16,7 @@ import { loadCalibration, modelLatency, resolvedModel } from './calibration.js';
 import { planFor } from './build.js';
 import type { ModelOp, OpModel } from './model.js';
 import { loadAicTables } from './aic.js';
+import { subdirs } from './reference.js';
 import { OP_NAMES, OP_SPECS, parseCsv, type OpName } from './tables.js';
 import type { PerfSource, PerfSourceInfo } from './types.js';
 
@@ -190,10 +191,9 @@ export function listPerfTables(): TableDirInfo[] {
   const root = dataPath('perf');
   const out: TableDirInfo[] = [];
   if (!existsSync(root)) return out;
-  const sub = (d: string): string[] => readdirSync(d).filter((x) => statSync(join(d, x)).isDirectory()).sort();
-  for (const system of sub(root))
-    for (const backend of sub(join(root, system)))
-      for (const version of sub(join(root, system, backend))) {
+  for (const system of subdirs(root))
+    for (const backend of subdirs(join(root, system)))
+      for (const version of subdirs(join(root, system, backend))) {
         const dir = join(root, system, backend, version);
         const meta = readMeta(dir);
         if (meta) out.push({ system, backend, version, dir, meta });

@@ -4,7 +4,7 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { asyncBufferFromFile, parquetReadObjects } from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
-import type { OpName, Row } from './tables.js';
+import { DEEPSEEK_MLA, type OpName, type Row } from './tables.js';
 
 /** One parquet table of the reference layout. */
 export interface RefTable {
@@ -28,10 +28,14 @@ export const REF_FILE_OP: Record<string, OpName> = {
   'mla_generation_module_perf.parquet': 'mla',
 };
 
-function subdirs(dir: string): string[] {
+/** Sorted subfolders of `dir` (none when it does not exist). */
+export function subdirs(dir: string): string[] {
   if (!existsSync(dir)) return [];
   return readdirSync(dir).filter((d) => statSync(join(dir, d)).isDirectory()).sort();
 }
+
+/** "<framework>/<version>": a measured source, as the calibration file keys it (NCCL: "nccl/<version>"). */
+export const sourceKey = (t: RefTable): string => `${t.framework}/${t.version}`;
 
 /** Every parquet table under `root` (the folder holding the <system> folders), in a fixed order. */
 export function listRefTables(root: string): RefTable[] {
@@ -47,7 +51,7 @@ export function listRefTables(root: string): RefTable[] {
   return out;
 }
 
-const num = (v: unknown): number => (typeof v === 'bigint' ? Number(v) : Number(v));
+const num = (v: unknown): number => Number(v); // integer columns arrive as BigInt
 const str = (v: unknown): string => String(v);
 
 /** NCCL names 16-bit payloads "half"; our tables use the dtype names of the rest of the project. */
@@ -109,8 +113,9 @@ export async function readRefTable(t: RefTable): Promise<{ op: OpName; rows: Row
       case 'mla': {
         const phase = t.file.includes('context') ? 'context' : 'generation';
         const seq = phase === 'context' ? num(r.isl) : num(r.isl) + num(r.step ?? 0);
+        // The module tables leave out the DeepSeek dimensions they were measured on.
         rows.push({
-          phase, model: str(r.model ?? ''), batch: num(r.batch_size), seq, heads: num(r.num_heads), dtype: str(r.gemm_type ?? r.mla_dtype),
+          ...DEEPSEEK_MLA, phase, model: str(r.model ?? ''), batch: num(r.batch_size), seq, heads: num(r.num_heads), dtype: str(r.gemm_type ?? r.mla_dtype),
           kv_dtype: str(r.kv_cache_dtype), latency_ms: lat,
         });
         break;

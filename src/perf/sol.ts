@@ -98,6 +98,11 @@ export function linkBw(p: Peaks, gpus: number, crossNode?: boolean): number {
   return crossNode || gpus > p.gpusPerNode ? p.inter : p.intra;
 }
 
+/** Bytes each GPU moves over its links in a ring collective, per byte of the message (NCCL's bus bandwidth). */
+export function ringBytesPerByte(collective: string, gpus: number): number {
+  return (collective === 'all_reduce' ? 2 : 1) * ((gpus - 1) / gpus);
+}
+
 /** Ring-style collective: every GPU sends (g-1)/g of the buffer once (twice for all-reduce). */
 export function collectiveSol(p: Peaks, collective: Collective, dtype: string, gpus: number, elements: number, crossNode?: boolean): number {
   if (gpus <= 1) return 0;

@@ -4,6 +4,9 @@ import * as sol from './sol.js';
 import type { Peaks } from './sol.js';
 import type { Collective } from './types.js';
 
+/** MLA module dimensions of DeepSeek-V3/R1: the shapes the reference MLA module tables were measured on. */
+export const DEEPSEEK_MLA = { kv_lora_rank: 512, qk_rope_head_dim: 64, qk_nope_head_dim: 128, v_head_dim: 128, q_lora_rank: 1536, hidden: 7168 } as const;
+
 export type OpName = 'gemm' | 'context_attention' | 'generation_attention' | 'allreduce' | 'nccl' | 'moe' | 'mla' | 'elementwise';
 export const OP_NAMES: readonly OpName[] = ['gemm', 'context_attention', 'generation_attention', 'allreduce', 'nccl', 'moe', 'mla', 'elementwise'];
 
