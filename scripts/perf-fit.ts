@@ -4,12 +4,12 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadSystem } from '../src/inputs/systems.js';
 import { dataPath, referencePath } from '../src/util/paths.js';
 import { FEATURES, type ModelOp, type OpModel } from '../src/perf/model.js';
-import { commGroupKey, DEFAULT_FIT, fitGroup, hostRoutedFrom, moeKernelRoles } from '../src/perf/fit.js';
+import { commGroupKey, DEFAULT_FIT, fitGroup, hostRoutedFrom } from '../src/perf/fit.js';
 import { listRefTables, readRefTable, REF_FILE_OP, sourceKey, type RefTable } from '../src/perf/reference.js';
 import { OP_SPECS, type Row } from '../src/perf/tables.js';
 import { dtypeBytes, peaksOf, type Peaks } from '../src/perf/sol.js';
 import { findOutlierGroups, serializeCalibration, type SystemCalibration } from '../src/perf/calibration.js';
-import { pickMoeDistribution, servingMoeRows } from '../src/perf/aic.js';
+import { moeRowsFor } from '../src/perf/aic.js';
 
 const args = process.argv.slice(2);
 const argOf = (name: string): string | undefined => {
@@ -80,13 +80,9 @@ for (const refSystem of systems) {
         if (got) for (const r of got.rows) rows.push(r);
       }
       const t0 = Date.now();
-      // MoE: balanced routing (what benchmarks with random prompts see) and the kernels engines serve with.
-      const moeRows = (): Row[] => {
-        const r = servingMoeRows(pickMoeDistribution(rows));
-        const roles = moeKernelRoles(r);
-        // Non-gated expert FFNs are another op; each kernel keeps all its rows (its own group, see FEATURES.moe).
-        return r.filter((_, i) => roles[i] !== 'nongated');
-      };
+      // MoE: balanced routing and the kernels engines serve with. Non-gated expert FFNs are another op; each
+      // kernel keeps all its rows (its own group, see FEATURES.moe).
+      const moeRows = (): Row[] => moeRowsFor(rows, (role) => role !== 'nongated');
       // Collectives of a host that routed GPU traffic through system memory: keep the groups it measured right.
       const commRows = (): Row[] => {
         const out: Row[] = [];

@@ -4,7 +4,7 @@ import { readdirSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { Backend, SystemSpec } from '../inputs/types.js';
 import { versionKey } from './calibration.js';
-import { moeKernelRoles } from './fit.js';
+import { moeKernelRoles, type MoeKernelRole } from './fit.js';
 import { OpTable } from './grid.js';
 import { readRefTable, subdirs, type RefTable } from './reference.js';
 import { peaksOf } from './sol.js';
@@ -36,10 +36,14 @@ export function servingMoeRows(rows: Row[]): Row[] {
   return rows.filter((r) => r.dtype !== 'mxfp4').map((r) => (r.dtype === w4a8 ? { ...r, dtype: 'mxfp4' } : r));
 }
 
-/** Rows of the kernel serving runs at each size (not the other TRT-LLM FP4 kernel, not non-gated FFNs). */
-function servedMoeRows(rows: Row[]): Row[] {
-  const roles = moeKernelRoles(rows);
-  return rows.filter((_, i) => roles[i] === 'served');
+/**
+ * MoE rows as serving runs them: one routing distribution (pickMoeDistribution), the MXFP4 kernel engines run
+ * (servingMoeRows), and of the rest the kernel roles `keep` accepts (see moeKernelRoles).
+ */
+export function moeRowsFor(rows: Row[], keep: (role: MoeKernelRole) => boolean): Row[] {
+  const r = servingMoeRows(pickMoeDistribution(rows));
+  const roles = moeKernelRoles(r);
+  return r.filter((_, i) => keep(roles[i]!));
 }
 
 /**
@@ -82,7 +86,7 @@ export async function loadAicTables(sysDir: string, system: SystemSpec, backend:
       }
   }
   for (const [op, rows0] of rowsByOp) {
-    const rows = op === 'moe' ? servedMoeRows(servingMoeRows(pickMoeDistribution(rows0))) : rows0;
+    const rows = op === 'moe' ? moeRowsFor(rows0, (role) => role === 'served') : rows0;
     if (rows.length) tables.set(op, OpTable.fromRows(OP_SPECS[op], peaks, rows));
   }
   return { version: chosen, tables };

@@ -18,7 +18,6 @@ import { explain, hasFeasible, noFeasibleMessage } from '../../search/explain.js
 import { recommendToJson } from '../../search/json.js';
 import type { ModeResult, SearchResult } from '../../search/types.js';
 import type { EngineContext } from '../../engine/types.js';
-import { renderNoFeasible, renderRecommend } from '../../output/console.js';
 import { InputError, NoFeasibleError } from '../../util/errors.js';
 
 function readTarget(o: Record<string, unknown>): LoadTarget {
@@ -100,6 +99,10 @@ Examples:
         sla: slaOf(inputs),
       });
       const color = !json && useColor();
+      // The console renderer (tables, colours) loads only when text is printed or saved.
+      const { renderNoFeasible, renderRecommend } = !json || typeof o.saveDir === 'string'
+        ? await import('../../output/console.js')
+        : { renderNoFeasible: () => '', renderRecommend: () => '' };
       if (!hasFeasible(result.search)) {
         const detail = explain(result.search);
         if (!json) process.stdout.write(renderNoFeasible(detail, { color }));
