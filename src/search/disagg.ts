@@ -67,11 +67,7 @@ export function poolFrontier<P extends { gpus: number; latencyMs: number; capaci
   return out;
 }
 
-/**
- * Worker splits of one (prefill, decode) pair ranked by what the whole budget would deliver,
- * min(x*cp, y*cd) * replicas. Returns how many splits were scored and the best one, plus the best with
- * prefill headroom (lower TTFT under load).
- */
+/** Worker splits per (prefill GPUs, decode GPUs, budget): a small set, kept for the process. */
 const pairMemo = new Map<number, [number, number][]>();
 function workerPairsMemo(p: number, d: number, budget: number): [number, number][] {
   const key = (p * 4096 + d) * 4096 + budget;
@@ -95,6 +91,11 @@ function bestSplitValue(cp: number, p: number, cd: number, d: number, budget: nu
   return best;
 }
 
+/**
+ * Worker splits of one (prefill, decode) pair ranked by what the whole budget would deliver,
+ * min(x*cp, y*cd) * replicas. Returns how many splits were scored and the best one, plus the best with
+ * prefill headroom (lower TTFT under load).
+ */
 export function rateMatch(cp: number, p: number, cd: number, d: number, budget: number, perGpu = false): { scored: number; best: [number, number][]; value: number } {
   let scored = 0;
   let best: [number, number] | undefined;
