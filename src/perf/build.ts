@@ -4,9 +4,10 @@ import { stringify as stringifyYaml } from 'yaml';
 import type { Backend, SystemSpec } from '../inputs/types.js';
 import { borrowedGroups, loadCalibration, modelLatency, pickSource, resolvedModel, type SystemCalibration } from './calibration.js';
 import type { ModelOp, OpModel } from './model.js';
+import type { Collective } from './types.js';
 import { FREE_AXES } from './grid.js';
 import { ROOFLINE } from './roofline.js';
-import { peaksOf, type Peaks } from './sol.js';
+import { BULK_ELEMENTS, collectiveSol, moveCollective, NETWORK_LATENCY_MS, peaksOf, type Peaks } from './sol.js';
 import { DEEPSEEK_MLA, OP_SPECS, toCsv, type OpName, type Row } from './tables.js';
 
 /** DeepSeek-V3 attention shapes (the MLA module rows of the reference and of our table). */
@@ -127,6 +128,25 @@ function latencyFn(op: ModelOp, m: OpModel | undefined): (r: Row, sol: number) =
   return (r, s) => (m ? modelLatency(op, m, r, s) : undefined) ?? s / roof.eff + roof.fixed;
 }
 
+/**
+ * A collective over more GPUs than one NVLink domain holds: the fitted model prices it as if NVLink joined them
+ * (its fixed costs and efficiency), then its wire time moves onto the inter-node link and the network's round
+ * trip is added (scaling the whole latency by the link ratio would turn a 10 us launch-bound message into 100 us).
+ */
+function acrossNodes(peaks: Peaks, collectiveOf: (r: Row) => string, f: (r: Row, s: number) => number): (r: Row, s: number) => number {
+  const nvlink: Peaks = { ...peaks, gpusPerNode: Number.POSITIVE_INFINITY };
+  return (r, s) => {
+    const gpus = r.gpus as number;
+    if (gpus <= peaks.gpusPerNode) return f(r, s);
+    const c = collectiveOf(r) as Collective;
+    const dtype = r.dtype as string;
+    const inNode = collectiveSol(nvlink, c, dtype, gpus, r.elements as number);
+    const bulkSol = collectiveSol(nvlink, c, dtype, gpus, BULK_ELEMENTS);
+    const bulkEff = bulkSol / f({ ...r, elements: BULK_ELEMENTS }, bulkSol);
+    return moveCollective(f(r, inNode), bulkEff, inNode, s, NETWORK_LATENCY_MS);
+  };
+}
+
 export interface TableSet {
   meta: string;
   files: Record<string, string>;
@@ -215,7 +235,7 @@ export function synthesize(sys: SystemSpec, backend: Backend, version: string, c
       rows.push(...denseRows('allreduce', peaks, { kind: 'custom', dtype: 'bfloat16', gpus }, [{ col: 'elements', values: GRID.commElements }], custom));
     for (const gpus of [2, 4, 8, 16, 32, 64])
       rows.push(...denseRows('allreduce', peaks, { kind: 'nccl', dtype: 'bfloat16', gpus }, [{ col: 'elements', values: GRID.commElements }],
-        (r, s) => ncclF({ collective: 'all_reduce', dtype: 'bfloat16', gpus: r.gpus as number, elements: r.elements as number }, s)));
+        acrossNodes(peaks, () => 'all_reduce', (r, s) => ncclF({ collective: 'all_reduce', dtype: 'bfloat16', gpus: r.gpus as number, elements: r.elements as number }, s))));
     files['allreduce.csv'] = toCsv(OP_SPECS.allreduce, rows);
   }
   // NCCL collectives
@@ -226,7 +246,7 @@ export function synthesize(sys: SystemSpec, backend: Backend, version: string, c
       for (const dtype of fp8 ? ['bfloat16', 'fp8'] : ['bfloat16'])
         for (const gpus of [2, 4, 8, 16, 32, 64])
           rows.push(...denseRows('nccl', peaks, { collective, dtype, gpus }, [{ col: 'elements', values: GRID.commElements }],
-            (r, s) => f({ ...r, dtype: r.dtype === 'fp8' ? 'int8' : r.dtype }, s)));
+            acrossNodes(peaks, (r) => r.collective as string, (r, s) => f({ ...r, dtype: r.dtype === 'fp8' ? 'int8' : r.dtype }, s))));
     files['nccl.csv'] = toCsv(OP_SPECS.nccl, rows);
   }
   // MoE expert compute

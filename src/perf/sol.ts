@@ -103,6 +103,27 @@ export function ringBytesPerByte(collective: string, gpus: number): number {
   return (collective === 'all_reduce' ? 2 : 1) * ((gpus - 1) / gpus);
 }
 
+/**
+ * Fixed cost a collective pays for crossing the inter-node network, ms: one more round of RDMA writes and
+ * completions through the NICs and switches (NCCL's small-message latency across two InfiniBand nodes is about
+ * 20 us above its NVLink-only latency).
+ */
+export const NETWORK_LATENCY_MS = 0.02;
+
+/** A message large enough that a collective runs at its bulk bandwidth (the largest size our tables list). */
+export const BULK_ELEMENTS = 2 ** 29;
+
+/**
+ * A collective's latency moved from one link to another: its fixed costs (launch, protocol, synchronization)
+ * stay, the wire time changes by the difference of the two speeds of light at the collective's bulk bandwidth
+ * efficiency `bulkEff`, and `network` is added (the round trip through the inter-node network when moving
+ * onto it, subtracted when moving off it).
+ */
+export function moveCollective(lat: number, bulkEff: number, solFrom: number, solTo: number, network: number): number {
+  const eff = Math.min(1, Math.max(1e-3, bulkEff));
+  return Math.max(solTo, lat + (solTo - solFrom) / eff + network);
+}
+
 /** Ring-style collective: every GPU sends (g-1)/g of the buffer once (twice for all-reduce). */
 export function collectiveSol(p: Peaks, collective: Collective, dtype: string, gpus: number, elements: number, crossNode?: boolean): number {
   if (gpus <= 1) return 0;

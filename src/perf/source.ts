@@ -112,12 +112,13 @@ export class TablePerfSource implements PerfSource {
     return { dtype: b <= 1 ? 'fp8' : 'bfloat16', cross: q.crossNode === true || q.gpus > this.peaks.gpusPerNode };
   }
 
-  /** Scale a latency measured inside a node to a group that spans nodes (bandwidth ratio on the SOL part). */
-  private crossScale(lat: number, collective: Collective, dtype: string, gpus: number, elements: number, cross: boolean, tableCross: boolean): number {
+  /** A collective measured inside one NVLink domain priced for a group that spans nodes, or the reverse. */
+  private crossScale(lat: number, bulkLat: number | undefined, collective: Collective, dtype: string, gpus: number, elements: number, cross: boolean, tableCross: boolean): number {
     if (cross === tableCross) return lat;
-    const a = sol.collectiveSol(this.peaks, collective, dtype, gpus, elements, cross);
-    const b = sol.collectiveSol(this.peaks, collective, dtype, gpus, elements, tableCross);
-    return b > 0 ? lat * (a / b) : lat;
+    const to = sol.collectiveSol(this.peaks, collective, dtype, gpus, elements, cross);
+    const from = sol.collectiveSol(this.peaks, collective, dtype, gpus, elements, tableCross);
+    const bulkEff = bulkLat ? sol.collectiveSol(this.peaks, collective, dtype, gpus, sol.BULK_ELEMENTS, tableCross) / bulkLat : 1;
+    return sol.moveCollective(lat, bulkEff, from, to, (cross ? 1 : -1) * sol.NETWORK_LATENCY_MS);
   }
 
   allReduce(q: CommQuery): number {
@@ -127,7 +128,9 @@ export class TablePerfSource implements PerfSource {
     const r: Row = { kind: custom ? 'custom' : 'nccl', dtype: 'bfloat16', gpus: q.gpus, elements: q.elements * (sol.dtypeBytes(dtype) / 2) };
     const v = this.lookup('allreduce', r) ?? (custom ? this.lookup('allreduce', { ...r, kind: 'nccl' }) : undefined);
     if (v === undefined) return this.fb().allReduce(q);
-    return this.crossScale(v, 'all_reduce', 'bfloat16', q.gpus, r.elements as number, cross, q.gpus > this.peaks.gpusPerNode);
+    const bulk = { ...r, elements: sol.BULK_ELEMENTS };
+    const bulkLat = this.lookup('allreduce', bulk) ?? (custom ? this.lookup('allreduce', { ...bulk, kind: 'nccl' }) : undefined);
+    return this.crossScale(v, bulkLat, 'all_reduce', 'bfloat16', q.gpus, r.elements as number, cross, q.gpus > this.peaks.gpusPerNode);
   }
 
   nccl(collective: Collective, q: CommQuery): number {
@@ -136,7 +139,8 @@ export class TablePerfSource implements PerfSource {
     const r: Row = { collective, dtype, gpus: q.gpus, elements: q.elements };
     const v = this.lookup('nccl', r, 'dtype');
     if (v === undefined) return this.fb().nccl(collective, q);
-    return this.crossScale(v, collective, dtype, q.gpus, q.elements, cross, q.gpus > this.peaks.gpusPerNode);
+    const bulkLat = this.lookup('nccl', { ...r, elements: sol.BULK_ELEMENTS }, 'dtype');
+    return this.crossScale(v, bulkLat, collective, dtype, q.gpus, q.elements, cross, q.gpus > this.peaks.gpusPerNode);
   }
 
   moe(q: MoeQuery): number {

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { loadSystem } from '../../src/inputs/systems.js';
 import { loadPerfSource } from '../../src/perf/index.js';
 import { buildGrids, OpTable } from '../../src/perf/grid.js';
-import { computeFlops, peaksOf, gemmSol, generationAttentionSol } from '../../src/perf/sol.js';
+import { collectiveSol, computeFlops, peaksOf, gemmSol, generationAttentionSol, NETWORK_LATENCY_MS } from '../../src/perf/sol.js';
 import { OP_SPECS, parseCsv, toCsv } from '../../src/perf/tables.js';
 import { UnsupportedError } from '../../src/util/errors.js';
 
@@ -88,6 +88,27 @@ describe('perf source (bundled tables)', () => {
     expect(src.allReduce({ dtype: 'bfloat16', gpus: 1, elements: 1000 })).toBe(0);
     // Crossing nodes costs more than staying inside one.
     expect(src.allReduce({ dtype: 'bfloat16', gpus: 8, elements: 1 << 24, crossNode: true })).toBeGreaterThan(src.allReduce({ dtype: 'bfloat16', gpus: 8, elements: 1 << 24 }));
+  });
+
+  it('prices collectives across nodes by their wire time: small messages pay the network round trip, bulk ones the slower link', async () => {
+    const src = await loadPerfSource({ system: h200, backend: 'vllm', version: '0.19.0' });
+    const p = peaksOf(h200);
+    for (const [gpus, crossNode] of [[16, false], [8, true]] as const) {
+      for (const [op, inNode, across] of [
+        ['alltoall', (e: number) => src.nccl('alltoall', { dtype: 'bfloat16', gpus: 8, elements: e }), (e: number) => src.nccl('alltoall', { dtype: 'bfloat16', gpus, elements: e, crossNode })],
+        ['all_reduce', (e: number) => src.allReduce({ dtype: 'bfloat16', gpus: 8, elements: e }), (e: number) => src.allReduce({ dtype: 'bfloat16', gpus, elements: e, crossNode })],
+      ] as const) {
+        // A launch-bound message: the in-node latency plus about one network round trip, not the link ratio times it.
+        const small = across(8192);
+        expect(small, `${op} ${gpus} small`).toBeGreaterThan(inNode(8192));
+        expect(small, `${op} ${gpus} small`).toBeLessThan(inNode(8192) + 3 * NETWORK_LATENCY_MS);
+        // A bulk message runs near the inter-node link's speed of light.
+        const bulk = 1 << 27;
+        const sol = collectiveSol(p, op, 'bfloat16', gpus, bulk, true);
+        expect(across(bulk), `${op} ${gpus} bulk`).toBeGreaterThan(sol);
+        expect(across(bulk), `${op} ${gpus} bulk`).toBeLessThan(3 * sol);
+      }
+    }
   });
 });
 
