@@ -10,7 +10,8 @@ import { loadPerfSource, tableDir } from '../src/perf/index.js';
 import { listRefTables, readRefTable, REF_FILE_OP, sourceKey } from '../src/perf/reference.js';
 import { loadCalibration } from '../src/perf/calibration.js';
 import { errorStats, quantile } from '../src/perf/compare.js';
-import { DEEPSEEK_MLA } from '../src/perf/tables.js';
+import { DEEPSEEK_MLA, OP_SPECS } from '../src/perf/tables.js';
+import { peaksOf } from '../src/perf/sol.js';
 import type { PerfSource, Collective } from '../src/perf/types.js';
 import type { Row } from '../src/perf/tables.js';
 import { commGroupKey, moeKernelRoles } from '../src/perf/fit.js';
@@ -64,7 +65,11 @@ function labelOf(op: string, r: Row): string {
 
 
 /** `pool`: the row of the pooled summary the slice counts in (op, or op with its MoE routing / reported-apart role). */
-interface Stat { system: string; backend: string; version: string; op: string; dtype: string; pool: string; rows: number; medianAbsPct: number; p90AbsPct: number; biasPct: number }
+interface Stat {
+  system: string; backend: string; version: string; op: string; dtype: string; pool: string; rows: number; medianAbsPct: number; p90AbsPct: number; biasPct: number;
+  /** Rows measured faster than the system's speed of light for the op: no table that respects the roofline can match them. */
+  belowSol: number;
+}
 const stats: Stat[] = [];
 /** All absolute errors per op, for the pooled summary. */
 const pooled = new Map<string, number[]>();
@@ -90,6 +95,8 @@ for (const t of tables) {
   if (!got) continue;
   /** (measured, predicted) latency pairs per slice label. */
   const errs = new Map<string, [number, number][]>();
+  const belowSol = new Map<string, number>();
+  const peaks = peaksOf(sys);
   const poolOf = new Map<string, string>();
   // MoE rows of a kernel serving does not run at that size, or of a non-gated FFN, are reported apart (see moeKernelRoles).
   const roles = op === 'moe' ? moeKernelRoles(got.rows) : undefined;
@@ -109,6 +116,7 @@ for (const t of tables) {
     const k = labelOf(op, r);
     const l = errs.get(k) ?? [];
     l.push([lat, p]);
+    if (lat < OP_SPECS[op].sol(peaks, r)) belowSol.set(k, (belowSol.get(k) ?? 0) + 1);
     errs.set(k, l);
     const pk = t.file.includes('mla_') ? 'mla_module' : op === 'moe' ? `moe (${r.role ? `${String(r.role)} kernel` : String(r.distribution)})` : r.role ? `${op} (${String(r.role)})` : op;
     poolOf.set(k, pk);
@@ -119,7 +127,7 @@ for (const t of tables) {
   for (const k of [...errs.keys()].sort()) {
     const { count, medianAbsPct, p90AbsPct, biasPct } = errorStats(errs.get(k)!);
     stats.push({ system: sys.name, backend: t.framework, version: t.version, op: t.file.includes('mla_') ? 'mla_module' : op, dtype: k, pool: poolOf.get(k)!, rows: count,
-      medianAbsPct, p90AbsPct, biasPct });
+      medianAbsPct, p90AbsPct, biasPct, belowSol: belowSol.get(k) ?? 0 });
   }
 }
 /**
@@ -139,17 +147,19 @@ if (json) {
   process.stdout.write(JSON.stringify({ slices: stats, summary }, null, 2) + '\n');
 } else {
   const f = (x: number): string => x.toFixed(1).padStart(6);
-  console.log('system     backend version      op                    dtype                         rows  med%   p90%  bias%  target');
+  console.log('system     backend version      op                    dtype                         rows  med%   p90%  bias%   <SOL  target');
   for (const s of stats) {
     const targeted = isTargeted(s);
     const ok = s.medianAbsPct <= 10 && s.p90AbsPct <= 25;
-    console.log(`${s.system.padEnd(10)} ${s.backend.padEnd(7)} ${s.version.padEnd(12)} ${s.op.padEnd(21)} ${s.dtype.padEnd(28)} ${String(s.rows).padStart(6)} ${f(s.medianAbsPct)} ${f(s.p90AbsPct)} ${f(s.biasPct)}  ${targeted ? (ok ? 'met' : 'MISSED') : '-'}`);
+    console.log(`${s.system.padEnd(10)} ${s.backend.padEnd(7)} ${s.version.padEnd(12)} ${s.op.padEnd(21)} ${s.dtype.padEnd(28)} ${String(s.rows).padStart(6)} ${f(s.medianAbsPct)} ${f(s.p90AbsPct)} ${f(s.biasPct)} ${String(s.belowSol).padStart(6)}  ${targeted ? (ok ? 'met' : 'MISSED') : '-'}`);
   }
   const targeted = stats.filter(isTargeted);
   const met = targeted.filter((s) => s.medianAbsPct <= 10 && s.p90AbsPct <= 25);
   const rowsAll = targeted.reduce((a, s) => a + s.rows, 0);
   const rowsMet = met.reduce((a, s) => a + s.rows, 0);
   console.log(`\ntarget (median <= 10%, p90 <= 25%) met by ${met.length} of ${targeted.length} targeted slices (${rowsMet} of ${rowsAll} rows)`);
+  const impossible = targeted.reduce((a, s) => a + s.belowSol, 0);
+  console.log(`${impossible} rows of targeted slices were measured faster than their system's speed of light (<SOL column); they count as errors`);
   console.log('\nall rows pooled, by op:');
   console.log('op                                 rows   med%   p90%  slices meeting the target');
   for (const s of summary) console.log(`${s.op.padEnd(30)} ${String(s.rows).padStart(9)} ${f(s.medianAbsPct)} ${f(s.p90AbsPct)}  ${s.slicesMet}/${s.slices}`);
