@@ -1,11 +1,10 @@
 // best_config_topn.csv and pareto.csv. Column names follow aiconfigurator where the meaning is the same
 // (per-replica concurrency, request_rate and num_total_gpus), then ours: totals, error bands, memory.
 import { stringify } from 'csv-stringify/sync';
-import type { AggEstimate, DisaggEstimate, MemoryPicture, ParallelLayout } from '../engine/types.js';
-import type { EngineContext } from '../engine/types.js';
+import type { AggEstimate, DisaggEstimate, EngineContext, MemoryPicture } from '../engine/types.js';
 import type { Mode, RankedCandidate, SearchInputs } from '../search/types.js';
 import { round } from '../util/format.js';
-import { gpusOf } from '../search/port.js';
+import { derivePlan } from './plan.js';
 import { layoutName } from '../search/candidates.js';
 
 const GIB = 1024 ** 3;
@@ -64,8 +63,7 @@ function bandCells(c: RankedCandidate): Row {
 function aggRow(c: RankedCandidate, inputs: SearchInputs, ctx: EngineContext): Row {
   const e = c.estimate as AggEstimate;
   const m = e.metrics;
-  const replicas = Math.max(1, c.replicas ?? e.replicas);
-  const g = gpusOf(e.config);
+  const { replicas, gpusPerReplica: g } = derivePlan({ inputs, ctx, candidate: c });
   const seqLen = inputs.workload.isl + inputs.workload.osl;
   const moe = ctx.model.moe !== undefined;
   return {
@@ -95,10 +93,7 @@ function disaggRow(c: RankedCandidate, inputs: SearchInputs, ctx: EngineContext)
   const e = c.estimate as DisaggEstimate;
   const m = e.metrics;
   const { prefill: p, decode: d } = e.config;
-  const pg = gpusOf(p);
-  const dg = gpusOf(d);
-  const perReplica = p.workers * pg + d.workers * dg;
-  const replicas = Math.max(1, c.replicas ?? Math.round(c.gpusUsed / perReplica));
+  const { replicas, gpusPerReplica: perReplica } = derivePlan({ inputs, ctx, candidate: c });
   const seqLen = inputs.workload.isl + inputs.workload.osl;
   const moe = ctx.model.moe !== undefined;
   const pool = (tag: '(p)' | '(d)', cfg: typeof p, mem: MemoryPicture, system: string): Row => ({
