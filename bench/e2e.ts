@@ -11,7 +11,7 @@ import { decodeFloorMs } from '../src/engine/memory.js';
 import { BANDS_FILE, groupKeys, type ErrorBandsFile, type ErrorGroup, type ErrorStat } from '../src/engine/bands.js';
 import { backendProfile } from '../src/engine/backends.js';
 import { estimateRow, parseCsv, rowDtypes, type Row, type RowInputs } from '../src/engine/rows.js';
-import { resolveRowInputs } from '../src/cli/commands/estimate.js';
+import { resolveRowInputs } from '../src/cli/context.js';
 import type { EngineContext, Estimate } from '../src/engine/types.js';
 import { dataPath, referencePath } from '../src/util/paths.js';
 import { measuredMeans } from '../test/support/e2e-reference.js';

@@ -1,12 +1,13 @@
 // Build the EngineContext of a run from the shared flags: model, system, engine version, perf source,
-// effective dtypes and an optional correction profile.
+// effective dtypes and an optional correction profile; and the same inputs for a measured-run CSV row.
 import { effectiveDtypes } from '../inputs/dtypes.js';
 import { resolveModel } from '../inputs/models.js';
 import { loadSystem, resolveEngine } from '../inputs/systems.js';
 import { loadPerfSource } from '../perf/index.js';
 import { loadCorrectionProfile } from '../validate/profile.js';
 import type { EngineContext } from '../engine/types.js';
-import type { ModelSpec } from '../inputs/types.js';
+import type { Backend, ModelSpec } from '../inputs/types.js';
+import type { Row, RowInputs } from '../engine/rows.js';
 import type { CommonInputs } from './options.js';
 
 /** `extra.model`: the already resolved model of `inputs.hfId` (callers that build many contexts resolve it once). */
@@ -37,4 +38,52 @@ export async function loadEngineContext(inputs: CommonInputs, extra: { decodeSys
     }
   }
   return ctx;
+}
+
+const inputsCache = new Map<string, Promise<RowInputs | { refused: true; reason: string; family?: string }>>();
+
+/** Rows name their model; resolve it without the network (bundled, local cache) so a batch stays fast. */
+async function modelOf(id: string): Promise<ModelSpec | undefined> {
+  try {
+    return await resolveModel(id, { env: { ...process.env, HF_HUB_OFFLINE: '1' } });
+  } catch {
+    return undefined;
+  }
+}
+
+/** Model, system, engine version and perf source of a CSV row (cached), or why the row cannot be estimated. */
+export function resolveRowInputs(row: Row, perfData?: string): Promise<RowInputs | { refused: true; reason: string; family?: string }> {
+  const key = `${row.model_path}|${row.system}|${row.backend}|${row.backend_version}|${perfData ?? ''}`;
+  let hit = inputsCache.get(key);
+  if (!hit) {
+    hit = (async () => {
+      const model = await modelOf(row.model_path);
+      if (!model) return { refused: true as const, reason: `unsupported model: ${row.model_path} is not a bundled or resolvable architecture` };
+      let system;
+      try {
+        system = loadSystem(row.system);
+      } catch {
+        return { refused: true as const, reason: `unknown system: ${row.system}`, family: model.family };
+      }
+      let engine;
+      try {
+        engine = resolveEngine(system, row.backend as Backend, row.backend_version || undefined);
+      } catch {
+        try {
+          engine = resolveEngine(system, row.backend as Backend); // version not supported: the system's default
+        } catch (e) {
+          return { refused: true as const, reason: (e as Error).message, family: model.family };
+        }
+      }
+      let perf;
+      try {
+        perf = await loadPerfSource({ system, backend: engine.backend, version: engine.version, perfData });
+      } catch (e) {
+        return { refused: true as const, reason: `no performance data: ${(e as Error).message.split('\n')[0]}`, family: model.family };
+      }
+      return { model, system, backend: engine.backend, version: engine.version, perf };
+    })();
+    inputsCache.set(key, hit);
+  }
+  return hit;
 }

@@ -4,15 +4,12 @@ import { Command, Option } from 'commander';
 import { stringify } from 'csv-stringify/sync';
 import { log, positiveInt, printJson, runAction } from '../common.js';
 import { addGlobalOptions, addModelSystemOptions, addWorkloadOptions, readCommonInputs, relaxModelSystem } from '../options.js';
-import { loadEngineContext } from '../context.js';
+import { loadEngineContext, resolveRowInputs } from '../context.js';
 import { calibrationText } from '../../search/search.js';
 import { backendProfile, estimateAgg, estimateDisagg, isRefusal } from '../../engine/index.js';
-import { estimateRow, parseCsv, PREDICTED_COLUMNS, predictedCells, type Row, type RowInputs } from '../../engine/rows.js';
+import { estimateRow, parseCsv, PREDICTED_COLUMNS, predictedCells } from '../../engine/rows.js';
 import type { AggConfig, DisaggConfig, Estimate, MemoryPicture, MetricBands, PoolConfig, ServingMetrics } from '../../engine/types.js';
-import { resolveModel } from '../../inputs/models.js';
-import { loadSystem, resolveEngine } from '../../inputs/systems.js';
-import type { Backend, ModelSpec } from '../../inputs/types.js';
-import { loadPerfSource } from '../../perf/index.js';
+import type { Backend } from '../../inputs/types.js';
 import { InputError, UnsupportedError } from '../../util/errors.js';
 
 type Opts = Record<string, unknown>;
@@ -156,54 +153,6 @@ function printEstimate(est: Estimate, title: string, calibration: string): void 
 }
 
 // ---- batch mode ------------------------------------------------------------------------------
-
-const inputsCache = new Map<string, Promise<RowInputs | { refused: true; reason: string; family?: string }>>();
-
-/** Rows name their model; resolve it without the network (bundled, local cache) so a batch stays fast. */
-async function modelOf(id: string): Promise<ModelSpec | undefined> {
-  try {
-    return await resolveModel(id, { env: { ...process.env, HF_HUB_OFFLINE: '1' } });
-  } catch {
-    return undefined;
-  }
-}
-
-/** Model, system, engine version and perf source of a CSV row (cached), or why the row cannot be estimated. */
-export function resolveRowInputs(row: Row, perfData?: string): Promise<RowInputs | { refused: true; reason: string; family?: string }> {
-  const key = `${row.model_path}|${row.system}|${row.backend}|${row.backend_version}|${perfData ?? ''}`;
-  let hit = inputsCache.get(key);
-  if (!hit) {
-    hit = (async () => {
-      const model = await modelOf(row.model_path);
-      if (!model) return { refused: true as const, reason: `unsupported model: ${row.model_path} is not a bundled or resolvable architecture` };
-      let system;
-      try {
-        system = loadSystem(row.system);
-      } catch {
-        return { refused: true as const, reason: `unknown system: ${row.system}`, family: model.family };
-      }
-      let engine;
-      try {
-        engine = resolveEngine(system, row.backend as Backend, row.backend_version || undefined);
-      } catch {
-        try {
-          engine = resolveEngine(system, row.backend as Backend); // version not supported: the system's default
-        } catch (e) {
-          return { refused: true as const, reason: (e as Error).message, family: model.family };
-        }
-      }
-      let perf;
-      try {
-        perf = await loadPerfSource({ system, backend: engine.backend, version: engine.version, perfData });
-      } catch (e) {
-        return { refused: true as const, reason: `no performance data: ${(e as Error).message.split('\n')[0]}`, family: model.family };
-      }
-      return { model, system, backend: engine.backend, version: engine.version, perf };
-    })();
-    inputsCache.set(key, hit);
-  }
-  return hit;
-}
 
 async function fromCsv(o: Opts): Promise<number> {
   const file = o.fromCsv as string;
