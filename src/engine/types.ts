@@ -12,6 +12,8 @@ export interface CorrectionProfile {
   stepOverheadMs: number;
   /** Where it came from (file path), shown in reports as "calibrated". */
   source: string;
+  /** The model, system and backend it was fitted for, when the profile says. */
+  fittedFor?: { model?: string; system?: string; backend?: string };
 }
 
 export interface EngineContext {

@@ -11,6 +11,9 @@ export const correctionProfileSchema = z
     prefill_factor: z.number().positive(),
     decode_factor: z.number().positive(),
     step_overhead_ms: z.number().min(0),
+    model: z.string().optional(),
+    system: z.string().optional(),
+    backend: z.string().optional(),
   })
   .passthrough();
 
@@ -29,7 +32,9 @@ export function loadCorrectionProfile(path: string): CorrectionProfile {
     );
   }
   const p = parsed.data;
-  return { prefillFactor: p.prefill_factor, decodeFactor: p.decode_factor, stepOverheadMs: p.step_overhead_ms, source: path };
+  const profile: CorrectionProfile = { prefillFactor: p.prefill_factor, decodeFactor: p.decode_factor, stepOverheadMs: p.step_overhead_ms, source: path };
+  if (p.model || p.system || p.backend) profile.fittedFor = { model: p.model, system: p.system, backend: p.backend };
+  return profile;
 }
 
 /** Where a fitted profile came from; written beside the factors so a profile explains itself. */
@@ -79,18 +84,12 @@ export function correctionProfileYaml(p: Omit<CorrectionProfile, 'source'>, prov
 }
 
 /** Where a profile's provenance names another model, system or backend than the one it is applied to. */
-export function profileMismatches(path: string, target: { model: string; system: string; backend: string }): string[] {
-  let doc: Record<string, unknown>;
-  try {
-    doc = (YAML.parse(readFileSync(path, 'utf8')) ?? {}) as Record<string, unknown>;
-  } catch {
-    return [];
-  }
+export function profileMismatches(profile: CorrectionProfile, target: { model: string; system: string; backend: string }): string[] {
   const out: string[] = [];
   for (const key of ['model', 'system', 'backend'] as const) {
-    const v = doc[key];
-    if (typeof v === 'string' && v.toLowerCase() !== target[key].toLowerCase()) {
-      out.push(`calibration ${path} was fitted for ${key} ${v}, applied to ${target[key]}`);
+    const v = profile.fittedFor?.[key];
+    if (v !== undefined && v.toLowerCase() !== target[key].toLowerCase()) {
+      out.push(`calibration ${profile.source} was fitted for ${key} ${v}, applied to ${target[key]}`);
     }
   }
   return out;

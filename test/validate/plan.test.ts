@@ -71,13 +71,15 @@ describe('correction profile YAML', () => {
       ),
     );
     const p = loadCorrectionProfile(file);
-    expect(p).toEqual({ prefillFactor: 0.91235, decodeFactor: 1.2, stepOverheadMs: 0.5, source: file });
+    expect(p).toEqual({
+      prefillFactor: 0.91235, decodeFactor: 1.2, stepOverheadMs: 0.5, source: file, fittedFor: { model: 'Qwen/Qwen3-32B', system: 'h200_sxm', backend: 'vllm' },
+    });
     const doc = YAML.parse(readFileSync(file, 'utf8'));
     expect(doc.kind).toBe('inferplan-correction-profile');
     expect(doc.error_after.ttft_mape_pct).toBe(1);
     expect(doc.runs[0].concurrency).toBe(8);
-    expect(profileMismatches(file, { model: 'qwen/qwen3-32b', system: 'h200_sxm', backend: 'vllm' })).toEqual([]);
-    expect(profileMismatches(file, { model: 'Qwen/Qwen3-32B', system: 'b200_sxm', backend: 'vllm' })).toEqual([
+    expect(profileMismatches(p, { model: 'qwen/qwen3-32b', system: 'h200_sxm', backend: 'vllm' })).toEqual([]);
+    expect(profileMismatches(p, { model: 'Qwen/Qwen3-32B', system: 'b200_sxm', backend: 'vllm' })).toEqual([
       `calibration ${file} was fitted for system h200_sxm, applied to b200_sxm`,
     ]);
   });

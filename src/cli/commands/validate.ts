@@ -322,7 +322,7 @@ Examples:
       const report = validateRuns(runs, predictor, target.defaults, { correction: ctx.correction, stat: o.stat as MeasuredStat, metrics });
       const warnings = runWarnings(runs, target);
       if (ctx.correction) {
-        warnings.push(...profileMismatches(ctx.correction.source, { model: target.inputs.hfId, system: ctx.system.name, backend: ctx.backend }));
+        warnings.push(...profileMismatches(ctx.correction, { model: target.inputs.hfId, system: ctx.system.name, backend: ctx.backend }));
       }
       const failOver = o.failOver as number | undefined;
       // A gate with nothing to compare fails: a silent pass would hide a broken benchmark.
