@@ -2,7 +2,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dataPath } from '../util/paths.js';
 import { FEATURES, LOW_LATENCY, MOE_MIN_LATENCY_TOKENS, evalCorrection, type GroupModel, type ModelOp, type OpModel } from './model.js';
-import { OP_SPECS, type Row } from './tables.js';
+import { DTYPE_FALLBACK, OP_SPECS, type Row } from './tables.js';
 
 export interface SystemCalibration {
   system: string;
@@ -327,17 +327,6 @@ export function pickSource(cal: SystemCalibration, backend: string, version: str
   return best;
 }
 
-/** Fallback order when a dtype (group) was not fitted: closest format first. */
-const GROUP_FALLBACK: Record<string, string[]> = {
-  nvfp4: ['fp8', 'fp8_block', 'bfloat16'],
-  mxfp4: ['int4_wo', 'nvfp4', 'bfloat16'],
-  fp8_block: ['fp8', 'bfloat16'],
-  fp8: ['fp8_block', 'bfloat16'],
-  int4_wo: ['int8_wo', 'bfloat16'],
-  int8_wo: ['int4_wo', 'bfloat16'],
-  float16: ['bfloat16'],
-};
-
 /** The group model for a row: exact group, else a fallback group with the first dtype field substituted. */
 export function groupFor(op: ModelOp, m: OpModel, r: Row): GroupModel | undefined {
   const def = FEATURES[op];
@@ -353,7 +342,7 @@ export function groupFor(op: ModelOp, m: OpModel, r: Row): GroupModel | undefine
   const parts = g.split('|');
   // Try each dtype-like part against its fallbacks.
   for (let i = 0; i < parts.length; i++) {
-    for (const alt of GROUP_FALLBACK[parts[i]!] ?? []) {
+    for (const alt of DTYPE_FALLBACK[parts[i]!] ?? []) {
       const cand = [...parts];
       cand[i] = alt;
       const k = cand.join('|');

@@ -4,23 +4,11 @@ import type { SystemSpec } from '../inputs/types.js';
 import { OpTable } from './grid.js';
 import { GemmFast } from './gemm-fast.js';
 import * as sol from './sol.js';
-import { OP_SPECS, type OpName, type Row } from './tables.js';
+import { DTYPE_FALLBACK, OP_SPECS, type OpName, type Row } from './tables.js';
 import type {
   Collective, CommQuery, ContextAttentionQuery, ElementwiseQuery, GemmQuery, GenerationAttentionQuery, MlaQuery, MoeQuery,
   PerfSource, PerfSourceInfo,
 } from './types.js';
-
-/** Substitute dtypes, closest first, when a table lacks the asked one. */
-const DTYPE_FALLBACK: Record<string, string[]> = {
-  nvfp4: ['fp8', 'fp8_block', 'bfloat16'],
-  mxfp4: ['int4_wo', 'nvfp4', 'fp8', 'bfloat16'],
-  fp8_block: ['fp8', 'bfloat16'],
-  fp8: ['fp8_block', 'bfloat16'],
-  int4_wo: ['int8_wo', 'bfloat16'],
-  int8_wo: ['int4_wo', 'bfloat16'],
-  float16: ['bfloat16'],
-  int8: ['fp8', 'bfloat16'],
-};
 
 /** Provides the table of an op on first use (undefined when the source has none). */
 export type TableProvider = (op: OpName) => OpTable | undefined;
