@@ -2,11 +2,12 @@
 import { loadSystem, resolveEngine } from '../inputs/systems.js';
 import type { Backend, Dtype } from '../inputs/types.js';
 import { loadPerfSource } from './index.js';
-import type { Collective, PerfSource } from './types.js';
+import { DEEPSEEK_MLA } from './tables.js';
+import type { Collective, MlaPhase, PerfSource } from './types.js';
 
 type Obj = Record<string, unknown>;
 
-const OPS = ['gemm', 'context_attention', 'generation_attention', 'allreduce', 'nccl', 'moe'] as const;
+const OPS = ['gemm', 'context_attention', 'generation_attention', 'allreduce', 'nccl', 'moe', 'mla'] as const;
 const COLLECTIVES: readonly Collective[] = ['all_reduce', 'all_gather', 'reduce_scatter', 'alltoall'];
 
 export interface QueryDefaults {
@@ -61,6 +62,18 @@ function answer(src: PerfSource, o: Obj): number {
         dtype: needStr(o, 'dtype', 'bfloat16') as Dtype, tokens: need(o, 'tokens'), hidden: need(o, 'hidden'), inter: need(o, 'inter'), topk: need(o, 'topk'),
         experts: need(o, 'experts'), moeTp: opt(o, 'moe_tp', 1), moeEp: opt(o, 'moe_ep', 1),
       });
+    case 'mla': {
+      // A DeepSeek-style attention module (projections + attention); dimensions default to DeepSeek-V3's.
+      const phase = needStr(o, 'phase') as MlaPhase;
+      if (phase !== 'context' && phase !== 'generation') throw new Error(`field "phase" must be "context" or "generation"`);
+      const d = DEEPSEEK_MLA;
+      return src.mla({
+        phase, batch: opt(o, 'batch', 1), seq: need(o, 'seq'), heads: need(o, 'heads'), kvLoraRank: opt(o, 'kv_lora_rank', d.kv_lora_rank),
+        qkRopeHeadDim: opt(o, 'qk_rope_head_dim', d.qk_rope_head_dim), qkNopeHeadDim: opt(o, 'qk_nope_head_dim', d.qk_nope_head_dim),
+        vHeadDim: opt(o, 'v_head_dim', d.v_head_dim), qLoraRank: opt(o, 'q_lora_rank', d.q_lora_rank), hidden: opt(o, 'hidden', d.hidden),
+        dtype: needStr(o, 'dtype', 'bfloat16') as Dtype, kvDtype: needStr(o, 'kv_dtype', 'bfloat16') as Dtype,
+      });
+    }
     default:
       throw new Error(`op "${op}" is not one of ${OPS.join(', ')}`);
   }

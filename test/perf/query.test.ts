@@ -25,3 +25,20 @@ describe('perf query', () => {
     expect(out[8]!.error).toBe('not a JSON object');
   });
 });
+
+describe('perf query, DeepSeek-style attention modules', () => {
+  it('prices an MLA module with DeepSeek-V3 dimensions by default, more work costing more, and names a bad phase', async () => {
+    const q = (o: Record<string, unknown>) => JSON.stringify({ system: 'h200_sxm', backend: 'trtllm', op: 'mla', dtype: 'fp8_block', kv_dtype: 'fp8', ...o });
+    const out = (await answerLines([
+      q({ phase: 'generation', batch: 8, seq: 2048, heads: 16 }),
+      q({ phase: 'generation', batch: 64, seq: 2048, heads: 16 }),
+      q({ phase: 'context', batch: 1, seq: 4096, heads: 16 }),
+      q({ phase: 'context', batch: 1, seq: 8192, heads: 16 }),
+      q({ phase: 'decode', seq: 2048, heads: 16 }),
+    ])).map((l) => JSON.parse(l) as Record<string, unknown>);
+    const ms = out.map((o) => o.latency_ms as number);
+    expect(ms[1]).toBeGreaterThan(ms[0]!);
+    expect(ms[3]).toBeGreaterThan(ms[2]!);
+    expect(String(out[4]!.error)).toMatch(/field "phase" must be "context" or "generation"/);
+  });
+});
