@@ -133,7 +133,7 @@ function latencyFn(op: ModelOp, m: OpModel | undefined): (r: Row, sol: number) =
  * (its fixed costs and efficiency), then its wire time moves onto the inter-node link and the network's round
  * trip is added (scaling the whole latency by the link ratio would turn a 10 us launch-bound message into 100 us).
  */
-function acrossNodes(peaks: Peaks, collectiveOf: (r: Row) => string, f: (r: Row, s: number) => number): (r: Row, s: number) => number {
+export function acrossNodes(peaks: Peaks, collectiveOf: (r: Row) => string, f: (r: Row, s: number) => number): (r: Row, s: number) => number {
   const nvlink: Peaks = { ...peaks, gpusPerNode: Number.POSITIVE_INFINITY };
   return (r, s) => {
     const gpus = r.gpus as number;

@@ -13,11 +13,11 @@ import { RooflinePerfSource } from './roofline.js';
 import { peaksOf } from './sol.js';
 import { TablePerfSource, type ModelProvider } from './source.js';
 import { loadCalibration, modelLatency, resolvedModel } from './calibration.js';
-import { planFor } from './build.js';
+import { acrossNodes, planFor } from './build.js';
 import type { ModelOp, OpModel } from './model.js';
 import { loadAicTables } from './aic.js';
 import { subdirs } from './reference.js';
-import { OP_NAMES, OP_SPECS, parseCsv, type OpName } from './tables.js';
+import { OP_NAMES, OP_SPECS, parseCsv, type OpName, type Row } from './tables.js';
 import type { PerfSource, PerfSourceInfo } from './types.js';
 
 export type { PerfSource, PerfSourceInfo } from './types.js';
@@ -159,9 +159,12 @@ function modelProvider(system: SystemSpec, backend: Backend, version: string): M
       m = resolvedModel(cal, backend, version, op, plan.sourceByOp[op]);
     }
     if (!m) return undefined;
+    const model = m;
     const s = OP_SPECS[op].sol(peaks, r);
-    const v = modelLatency(modelOp, m, row, s);
-    return v === undefined ? undefined : Math.max(v, s);
+    const f = (x: Row, sx: number): number => modelLatency(modelOp, model, x, sx) ?? NaN;
+    // Collectives beyond one NVLink domain follow the tables' alpha-beta rule (acrossNodes).
+    const v = modelOp === 'nccl' ? acrossNodes(peaks, (x) => x.collective as string, f)(row, s) : f(row, s);
+    return Number.isNaN(v) ? undefined : Math.max(v, s);
   };
 }
 
