@@ -5,7 +5,7 @@ import type { AiperfRun } from '../inputs/aiperf.js';
 import { InputError } from '../util/errors.js';
 import type { CorrectionProfile } from '../engine/types.js';
 import { pickStat, runPoint, type MeasuredStat, type PointDefaults } from './compare.js';
-import type { OperatingPoint, Predictor } from './predict.js';
+import type { OperatingPoint, PredictionOrRefusal, Predictor } from './predict.js';
 
 export type FitParam = 'prefill' | 'decode' | 'overhead';
 export const FIT_PARAMS: readonly FitParam[] = ['prefill', 'decode', 'overhead'];
@@ -44,6 +44,8 @@ interface Sample {
   point: OperatingPoint;
   ttft: number;
   tpot: number;
+  /** The uncorrected prediction (made once, when the run is checked). */
+  base: PredictionOrRefusal;
 }
 
 const IDENTITY = { prefillFactor: 1, decodeFactor: 1, stepOverheadMs: 0 };
@@ -154,13 +156,13 @@ function levenbergMarquardt(
   return { x, cost, iterations: it };
 }
 
-function quality(samples: Sample[], predictor: Predictor, correction: CorrectionProfile | undefined): FitQuality {
+function quality(samples: Sample[], predict: (s: Sample) => PredictionOrRefusal): FitQuality {
   let sq = 0;
   let n = 0;
   let ttft = 0;
   let tpot = 0;
   for (const s of samples) {
-    const p = predictor(s.point, correction);
+    const p = predict(s);
     const lt = 'refused' in p ? REFUSED_RESIDUAL : Math.log(p.values.ttftMs / s.ttft);
     const ld = 'refused' in p ? REFUSED_RESIDUAL : Math.log(p.values.tpotMs / s.tpot);
     sq += lt * lt + ld * ld;
@@ -191,7 +193,7 @@ export function fitCorrection(runs: AiperfRun[], predictor: Predictor, defaults:
     else {
       const base = predictor(located.point, undefined);
       if ('refused' in base) skipped.push({ label: run.label, reason: `the engine refuses this point: ${base.reason}` });
-      else samples.push({ label: run.label, point: located.point, ttft, tpot });
+      else samples.push({ label: run.label, point: located.point, ttft, tpot, base });
     }
   }
   if (samples.length === 0) {
@@ -245,8 +247,8 @@ export function fitCorrection(runs: AiperfRun[], predictor: Predictor, defaults:
   return {
     profile,
     fitted: best.names,
-    before: quality(samples, predictor, undefined),
-    after: quality(samples, predictor, profile),
+    before: quality(samples, (s) => s.base),
+    after: quality(samples, (s) => predictor(s.point, profile)),
     iterations: best.fit.iterations,
     evaluations,
     used: samples.map((s) => ({ label: s.label, point: s.point })),
