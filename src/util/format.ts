@@ -14,3 +14,14 @@ export function round(x: number, digits = 3): number {
   const r = Math.round(x * f) / f;
   return Object.is(r, -0) ? 0 : r;
 }
+
+/**
+ * Rows as aligned text columns, two spaces apart, trailing spaces trimmed. `right` picks the right-aligned
+ * columns (numbers); `rule` draws dashes under the first row; `indent` prefixes every line.
+ */
+export function alignColumns(rows: string[][], opts: { right?: (col: number) => boolean; rule?: boolean; indent?: string } = {}): string[] {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
+  const all = opts.rule ? [rows[0]!, widths.map((w) => '-'.repeat(w)), ...rows.slice(1)] : rows;
+  const right = opts.right ?? (() => false);
+  return all.map((r) => (opts.indent ?? '') + r.map((c, i) => (right(i) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd());
+}

@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { isMap, parseDocument } from 'yaml';
 import type { Command } from 'commander';
 import { log, positiveInt, printJson, runAction } from '../common.js';
+import { alignColumns } from '../../util/format.js';
 import { addGlobalOptions, DEFAULTS, slaOf, type CommonInputs } from '../options.js';
 import type { EngineContext } from '../../engine/types.js';
 import type { ExperimentFile, Experiment as ExperimentEntry } from '../../output/exp-config.js';
@@ -140,13 +141,7 @@ export function renderExpTable(rows: ExpRow[]): string {
       : [r.name, r.requested, r.model, r.system, r.backend, `-/${r.totalGpus}`, 'none', '-', '-', '-', '-', 'nothing meets the SLA'],
   );
   const numeric = new Set([5, 7, 8, 9, 10]);
-  const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
-  const fmt = (c: string[]) =>
-    c
-      .map((x, i) => (numeric.has(i) ? x.padStart(widths[i]!) : i === c.length - 1 ? x : x.padEnd(widths[i]!)))
-      .join('  ')
-      .trimEnd();
-  const lines = [fmt(head), fmt(widths.map((w) => '-'.repeat(w))), ...cells.map(fmt)];
+  const lines = alignColumns([head, ...cells], { right: (i) => numeric.has(i), rule: true });
   const best = bestOverall(rows);
   lines.push('');
   lines.push(

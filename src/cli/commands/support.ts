@@ -2,6 +2,7 @@
 // on one node; and, with --total-gpus, does any layout meet the SLA. Exit 0 when supported, 4 when not.
 import { Option, type Command } from 'commander';
 import { log, positiveInt, printJson, runAction } from '../common.js';
+import { alignColumns } from '../../util/format.js';
 import { addGlobalOptions, addSlaOptions, addWorkloadOptions, readCommonInputs, slaOf } from '../options.js';
 import { listSystems, loadSystem } from '../../inputs/systems.js';
 import { BACKENDS, type Backend } from '../../inputs/types.js';
@@ -46,11 +47,7 @@ export function renderSupport(rep: SupportReport, workload: { isl: number; osl: 
     if (rep.budget) cells.push(slaCell(r));
     return cells;
   });
-  // Pad every column but the last to its widest cell ("modelled" reasons can be long: keep them last-ish readable).
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const fmt = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd();
-  lines.push(fmt(head));
-  for (const r of rows) lines.push(fmt(r));
+  lines.push(...alignColumns([head, ...rows]));
   lines.push('(* = the default version for the system)');
   // Notes are usually the same for every version: print each distinct one once.
   const notes = [...new Set(rep.rows.flatMap((r) => r.notes ?? []))];

@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs';
 import { relative } from 'node:path';
 import { Command, Option } from 'commander';
 import { log, positiveInt, positiveNumber, printJson, runAction } from '../common.js';
+import { alignColumns } from '../../util/format.js';
 import { addGlobalOptions, addModelSystemOptions, addWorkloadOptions, readCommonInputs, relaxModelSystem, type CommonInputs } from '../options.js';
 import { loadEngineContext } from '../context.js';
 import { backendProfile, estimateAgg, estimateDisagg } from '../../engine/index.js';
@@ -233,8 +234,7 @@ export function fmtPct(v: number | null): string {
 
 /** Rows as aligned text columns: the first left-aligned, the others right-aligned. */
 export function table(rows: string[][]): string[] {
-  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
-  return rows.map((r) => '  ' + r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ').trimEnd());
+  return alignColumns(rows, { right: (i) => i > 0, indent: '  ' });
 }
 
 /** A path relative to the working directory when that is shorter. */
