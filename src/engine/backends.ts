@@ -147,20 +147,29 @@ export function compareVersions(a: string, b: string): number {
 
 const cache = new Map<string, BackendProfile>();
 
-/** Defaults of one engine version (later versions inherit and override where the engine changed). */
-export function backendProfile(backend: Backend, version: string): BackendProfile {
-  const key = `${backend}@${version}`;
+/**
+ * SGLang's default chunked-prefill size: from 0.5.6 it follows the GPU's memory (server_args: 4k below 60 GiB,
+ * 8k below 160 GiB such as H100 and H200, 16k on B200 / GB200); earlier releases used 8k.
+ */
+function sglangChunkedPrefill(version: string, gpuMemGiB: number, atLeast: (v: string) => boolean): number {
+  if (/^\d/.test(version) && !atLeast('0.5.6')) return 8192;
+  return gpuMemGiB < 60 ? 4096 : gpuMemGiB < 160 ? 8192 : 16384;
+}
+
+/** Defaults of one engine version on a GPU of `gpuMemGiB` (later versions inherit and override where the engine changed). */
+export function backendProfile(backend: Backend, version: string, gpuMemGiB: number): BackendProfile {
+  const atLeast = (v: string) => /^\d/.test(version) && compareVersions(version, v) >= 0;
+  const chunk = backend === 'sglang' ? sglangChunkedPrefill(version, gpuMemGiB, atLeast) : 0;
+  const key = `${backend}@${version}@${chunk}`;
   const hit = cache.get(key);
   if (hit) return hit;
   const p: BackendProfile = { ...BASE[backend], version };
-  const atLeast = (v: string) => /^\d/.test(version) && compareVersions(version, v) >= 0;
   if (backend === 'vllm') {
     // 0.22 raised the default gpu-memory-utilization handling; async scheduling (0.11+) hides most host time.
     if (atLeast('0.22')) p.memoryFraction = 0.92;
   }
   if (backend === 'sglang') {
-    // Blackwell-era releases default to a 16k chunked prefill on large GPUs.
-    if (!/^\d/.test(version) || atLeast('0.5.6')) p.maxNumTokens = 16384;
+    p.maxNumTokens = chunk;
     // Measured runs of 0.5.1-0.5.5 keep the clients in lockstep (long TTFT, clean decode); later versions
     // (overlap scheduler) spread the prompts like the other engines, still in steps of their own.
     if (/^\d/.test(version) && !atLeast('0.5.6')) p.lockstep = true;

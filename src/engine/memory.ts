@@ -128,7 +128,7 @@ function computeMemory(
   seqTokens: number,
   system: EngineContext['system'],
 ): MemoryPicture | Refusal {
-  const prof = backendProfile(ctx.backend, ctx.version);
+  const prof = backendProfile(ctx.backend, ctx.version, ctx.system.gpu.memGiB);
   const cap = system.gpu.memGiB * GiB;
   const weights = weightBytesPerGpu(ctx, layout);
   const act = activationBytes(ctx, layout, maxNumTokens);

@@ -81,8 +81,9 @@ export function rowAggReplicas(row: Row): number {
   return Math.max(1, Math.round(conc / perReplica));
 }
 
-export function rowAggConfig(row: Row, backend: Backend, version: string): AggConfig {
-  const maxNumTokens = backendProfile(backend, version).maxNumTokens;
+/** `gpuMemGiB`: memory of the row's GPU (SGLang sizes its default token budget by it). */
+export function rowAggConfig(row: Row, backend: Backend, version: string, gpuMemGiB: number): AggConfig {
+  const maxNumTokens = backendProfile(backend, version, gpuMemGiB).maxNumTokens;
   const sq = squaredMoeLayout(row);
   if (sq) {
     const batch = rowConcurrency(row) ?? int(row.batch_size) * int(row.attention_dp_size);
@@ -98,7 +99,7 @@ export function rowAggConfig(row: Row, backend: Backend, version: string): AggCo
   };
 }
 
-function pool(row: Row, side: 'prefill' | 'decode', backend: Backend, version: string): PoolConfig {
+function pool(row: Row, side: 'prefill' | 'decode', backend: Backend, version: string, gpuMemGiB: number): PoolConfig {
   const tp = int(row[`${side}_tp_size`]);
   const dp = int(row[`${side}_attention_dp_size`]);
   const workers = int(row[`${side}_num_workers`]);
@@ -107,7 +108,7 @@ function pool(row: Row, side: 'prefill' | 'decode', backend: Backend, version: s
   const batch = row[`${side}_batch_size`]
     ? int(row[`${side}_batch_size`]) * dp
     : side === 'decode' ? Math.max(1, Math.ceil(conc / workers)) : dp;
-  const prof = backendProfile(backend, version);
+  const prof = backendProfile(backend, version, gpuMemGiB);
   return {
     tp, pp: int(row[`${side}_pp_size`]), dp, moeTp: int(row[`${side}_moe_tp_size`], tp * dp), moeEp: int(row[`${side}_moe_ep_size`]),
     batchSize: batch, workers,
@@ -115,8 +116,8 @@ function pool(row: Row, side: 'prefill' | 'decode', backend: Backend, version: s
   };
 }
 
-export function rowDisaggConfig(row: Row, backend: Backend, version: string): DisaggConfig {
-  return { prefill: pool(row, 'prefill', backend, version), decode: pool(row, 'decode', backend, version) };
+export function rowDisaggConfig(row: Row, backend: Backend, version: string, gpuMemGiB: number): DisaggConfig {
+  return { prefill: pool(row, 'prefill', backend, version, gpuMemGiB), decode: pool(row, 'decode', backend, version, gpuMemGiB) };
 }
 
 export interface RowInputs {
@@ -146,7 +147,7 @@ export function estimateRow(row: Row, inp: RowInputs): Estimate | Refusal {
     const planner = !!(row.decode_num_workers || row.prefill_num_workers);
     const spec = rowSpeculation(inp.model, inp.backend, planner);
     if (spec) ctx.speculation = spec;
-    let cfg = rowDisaggConfig(row, inp.backend, inp.version);
+    let cfg = rowDisaggConfig(row, inp.backend, inp.version, inp.system.gpu.memGiB);
     cfg = { prefill: cfg.prefill, decode: wideEpLayout(ctx, cfg.decode) };
     // Rows that leave the worker counts blank ran a deployment sized to their concurrency.
     if (conc && !planner) cfg = sizeUnrecordedPools(ctx, cfg, conc);
@@ -156,7 +157,7 @@ export function estimateRow(row: Row, inp: RowInputs): Estimate | Refusal {
   const aggSpec = rowSpeculation(inp.model, inp.backend, false);
   if (aggSpec) ctx.speculation = { ...aggSpec, acceptance: AGG_ROW_MTP_ACCEPTANCE };
   // A recorded tp that cannot split the heads (or spans boards) ran attention data parallel (wide EP).
-  const { workers: _w, ...aggCfg } = wideEpLayout(ctx, { ...rowAggConfig(row, inp.backend, inp.version), workers: 1 });
+  const { workers: _w, ...aggCfg } = wideEpLayout(ctx, { ...rowAggConfig(row, inp.backend, inp.version, inp.system.gpu.memGiB), workers: 1 });
   return estimateAgg(ctx, aggCfg, { concurrency: conc, replicas: rowAggReplicas(row) });
 }
 

@@ -25,7 +25,7 @@ export function cachedStep(ctx: EngineContext, layout: ParallelLayout, shape: St
 }
 
 export function profileOf(ctx: EngineContext): BackendProfile {
-  return backendProfile(ctx.backend, ctx.version);
+  return backendProfile(ctx.backend, ctx.version, ctx.system.gpu.memGiB);
 }
 
 /** Host time of one engine step with `seqs` running sequences, ms (includes a user correction if given). */

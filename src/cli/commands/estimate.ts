@@ -8,8 +8,7 @@ import { loadEngineContext, resolveRowInputs } from '../context.js';
 import { calibrationText } from '../../search/search.js';
 import { backendProfile, estimateAgg, estimateDisagg, isRefusal } from '../../engine/index.js';
 import { estimateRow, parseCsv, PREDICTED_COLUMNS, predictedCells } from '../../engine/rows.js';
-import type { AggConfig, DisaggConfig, Estimate, MemoryPicture, MetricBands, PoolConfig, ServingMetrics } from '../../engine/types.js';
-import type { Backend } from '../../inputs/types.js';
+import type { AggConfig, DisaggConfig, EngineContext, Estimate, MemoryPicture, MetricBands, PoolConfig, ServingMetrics } from '../../engine/types.js';
 import { InputError, UnsupportedError } from '../../util/errors.js';
 
 type Opts = Record<string, unknown>;
@@ -51,28 +50,33 @@ function num(o: Opts, key: string): number | undefined {
   return o[camel(key)] as number | undefined;
 }
 
-function aggConfig(o: Opts, backend: Backend, version: string): AggConfig {
+/** The engine's default token budget per step on this GPU. */
+function engineTokens(ctx: EngineContext): number {
+  return backendProfile(ctx.backend, ctx.version, ctx.system.gpu.memGiB).maxNumTokens;
+}
+
+function aggConfig(o: Opts, ctx: EngineContext): AggConfig {
   const tp = num(o, 'tp') ?? 1;
   const dp = num(o, 'dp') ?? 1;
   const moeEp = num(o, 'moe-ep') ?? 1;
   return {
     tp, pp: num(o, 'pp') ?? 1, dp, moeEp, moeTp: num(o, 'moe-tp') ?? Math.max(1, (tp * dp) / moeEp),
     batchSize: num(o, 'batch-size') ?? 64,
-    maxNumTokens: num(o, 'max-num-tokens') ?? backendProfile(backend, version).maxNumTokens,
+    maxNumTokens: num(o, 'max-num-tokens') ?? engineTokens(ctx),
   };
 }
 
-function poolConfig(o: Opts, side: 'prefill' | 'decode', backend: Backend, version: string, isl: number): PoolConfig {
+function poolConfig(o: Opts, side: 'prefill' | 'decode', ctx: EngineContext, isl: number): PoolConfig {
   const g = (k: string) => num(o, `${side}-${k}`);
   const tp = g('tp') ?? 1;
   const dp = g('dp') ?? 1;
   const moeEp = g('moe-ep') ?? 1;
   const batch = g('batch-size') ?? (side === 'prefill' ? 1 : 64);
-  const engineTokens = backendProfile(backend, version).maxNumTokens;
+  const tokens = engineTokens(ctx);
   return {
     tp, pp: g('pp') ?? 1, dp, moeEp, moeTp: g('moe-tp') ?? Math.max(1, (tp * dp) / moeEp),
     batchSize: batch, workers: num(o, `${side}-workers`) ?? 1,
-    maxNumTokens: g('max-num-tokens') ?? (side === 'prefill' ? Math.max(engineTokens, batch * isl) : engineTokens),
+    maxNumTokens: g('max-num-tokens') ?? (side === 'prefill' ? Math.max(tokens, batch * isl) : tokens),
   };
 }
 
@@ -86,12 +90,12 @@ async function single(o: Opts): Promise<number> {
   let est;
   if (o.mode === 'disagg') {
     const cfg: DisaggConfig = {
-      prefill: poolConfig(o, 'prefill', ctx.backend, ctx.version, inputs.isl),
-      decode: poolConfig(o, 'decode', ctx.backend, ctx.version, inputs.isl),
+      prefill: poolConfig(o, 'prefill', ctx, inputs.isl),
+      decode: poolConfig(o, 'decode', ctx, inputs.isl),
     };
     est = estimateDisagg(ctx, cfg, { concurrency: conc, breakdown });
   } else {
-    est = estimateAgg(ctx, aggConfig(o, ctx.backend, ctx.version), {
+    est = estimateAgg(ctx, aggConfig(o, ctx), {
       concurrency: conc, replicas: o.replicas as number | undefined, breakdown,
     });
   }

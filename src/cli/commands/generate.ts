@@ -126,7 +126,7 @@ Examples:
       const g = generate(realEngine, ctx, {
         totalGpus: opts.totalGpus as number | undefined,
         sla: slaOf(inputs),
-        engineMaxBatch: backendProfile(ctx.backend, ctx.version).maxBatchSize,
+        engineMaxBatch: backendProfile(ctx.backend, ctx.version, ctx.system.gpu.memGiB).maxBatchSize,
       });
       const text = renderGenerate(g, ctx);
       // The generate facts plus the one-candidate search document in the shape `default --json` prints.

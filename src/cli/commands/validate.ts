@@ -191,7 +191,7 @@ export async function targetContext(target: Target): Promise<EngineContext> {
 export function targetPredictor(ctx: EngineContext, target: Target): Predictor {
   let layout = target.layout;
   if (layout.mode === 'agg' && target.engineTokenBudget) {
-    layout = { ...layout, config: { ...layout.config, maxNumTokens: backendProfile(ctx.backend, ctx.version).maxNumTokens } };
+    layout = { ...layout, config: { ...layout.config, maxNumTokens: backendProfile(ctx.backend, ctx.version, ctx.system.gpu.memGiB).maxNumTokens } };
   }
   return enginePredictor({ ...ctx, correction: undefined }, layout, { estimateAgg, estimateDisagg }, {
     batchFromConcurrency: target.batchFromConcurrency,
