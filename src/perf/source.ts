@@ -101,10 +101,12 @@ export class TablePerfSource implements PerfSource {
   }
 
   /** A collective measured inside one NVLink domain priced for a group that spans nodes, or the reverse. */
-  private crossScale(lat: number, bulkLat: number | undefined, collective: Collective, dtype: string, gpus: number, elements: number, cross: boolean, tableCross: boolean): number {
+  private crossScale(lat: number, bulk: () => number | undefined, collective: Collective, dtype: string, gpus: number, elements: number, cross: boolean, tableCross: boolean): number {
     if (cross === tableCross) return lat;
     const to = sol.collectiveSol(this.peaks, collective, dtype, gpus, elements, cross);
     const from = sol.collectiveSol(this.peaks, collective, dtype, gpus, elements, tableCross);
+    // The table's efficiency at its largest message: how fast the wire part of the collective runs.
+    const bulkLat = bulk();
     const bulkEff = bulkLat ? sol.collectiveSol(this.peaks, collective, dtype, gpus, sol.BULK_ELEMENTS, tableCross) / bulkLat : 1;
     return sol.moveCollective(lat, bulkEff, from, to, (cross ? 1 : -1) * sol.NETWORK_LATENCY_MS);
   }
@@ -117,7 +119,7 @@ export class TablePerfSource implements PerfSource {
     const v = this.lookup('allreduce', r) ?? (custom ? this.lookup('allreduce', { ...r, kind: 'nccl' }) : undefined);
     if (v === undefined) return this.fb().allReduce(q);
     const bulk = { ...r, elements: sol.BULK_ELEMENTS };
-    const bulkLat = this.lookup('allreduce', bulk) ?? (custom ? this.lookup('allreduce', { ...bulk, kind: 'nccl' }) : undefined);
+    const bulkLat = () => this.lookup('allreduce', bulk) ?? (custom ? this.lookup('allreduce', { ...bulk, kind: 'nccl' }) : undefined);
     return this.crossScale(v, bulkLat, 'all_reduce', 'bfloat16', q.gpus, r.elements as number, cross, q.gpus > this.peaks.gpusPerNode);
   }
 
@@ -127,7 +129,7 @@ export class TablePerfSource implements PerfSource {
     const r: Row = { collective, dtype, gpus: q.gpus, elements: q.elements };
     const v = this.lookup('nccl', r, 'dtype');
     if (v === undefined) return this.fb().nccl(collective, q);
-    const bulkLat = this.lookup('nccl', { ...r, elements: sol.BULK_ELEMENTS }, 'dtype');
+    const bulkLat = () => this.lookup('nccl', { ...r, elements: sol.BULK_ELEMENTS }, 'dtype');
     return this.crossScale(v, bulkLat, collective, dtype, q.gpus, q.elements, cross, q.gpus > this.peaks.gpusPerNode);
   }
 
