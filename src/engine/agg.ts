@@ -7,7 +7,8 @@
 // lifetime carry prefill work. When N_mix exceeds the lifetime the engine is prefill-bound and requests
 // wait in its queue. Clients beyond n wait for a free slot (Little's law on the closed loop).
 import { memoryPicture } from './memory.js';
-import { decodeStepMs, hostOverheadMs, mixedStepMs, profileOf, speculationOf } from './steps.js';
+import { profileOf } from './backends.js';
+import { decodeStepMs, hostOverheadMs, mixedStepMs, speculationOf } from './steps.js';
 import type { AggConfig, EngineContext, MemoryPicture } from './types.js';
 
 export interface AggPoint {

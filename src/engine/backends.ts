@@ -2,6 +2,7 @@
 // Figures are the engines' documented defaults; the per-step overheads are host-side costs (scheduling,
 // sampling, detokenization hand-off) fitted on the measured end-to-end rows, one value per backend.
 import type { Backend } from '../inputs/types.js';
+import type { EngineContext } from './types.js';
 
 export interface BackendProfile {
   backend: Backend;
@@ -176,6 +177,11 @@ export function backendProfile(backend: Backend, version: string, gpuMemGiB: num
   }
   cache.set(key, p);
   return p;
+}
+
+/** The profile of a context's engine on its GPU. */
+export function profileOf(ctx: EngineContext): BackendProfile {
+  return backendProfile(ctx.backend, ctx.version, ctx.system.gpu.memGiB);
 }
 
 /** Fraction of GPU memory the engine lets weights, activations and KV use. */

@@ -6,7 +6,8 @@ import { BENCH_ROUNDS } from './agg.js';
 import { kvBytesPerToken, memoryPicture } from './memory.js';
 import { layoutRule } from './rules.js';
 import { acceptedPerStep, decodeTpotMs } from './disagg-mtp.js';
-import { hostOverheadMs, mixedStepMs, profileOf } from './steps.js';
+import { profileOf } from './backends.js';
+import { hostOverheadMs, mixedStepMs } from './steps.js';
 import type { DisaggConfig, EngineContext, MemoryPicture, PoolConfig, Refusal } from './types.js';
 
 export interface DisaggPoint {

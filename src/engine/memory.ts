@@ -1,7 +1,7 @@
 // Memory per GPU: weights, KV cache per token, activations for the step's token budget, runtime reserve,
 // and from these the number of sequences of length isl+osl that fit.
 import { DTYPE_BYTES } from '../inputs/types.js';
-import { backendProfile, memoryFractionOf } from './backends.js';
+import { memoryFractionOf, profileOf } from './backends.js';
 import { layerKinds } from './ops.js';
 import type { EngineContext, MemoryPicture, ParallelLayout, Refusal } from './types.js';
 
@@ -128,7 +128,7 @@ function computeMemory(
   seqTokens: number,
   system: EngineContext['system'],
 ): MemoryPicture | Refusal {
-  const prof = backendProfile(ctx.backend, ctx.version, ctx.system.gpu.memGiB);
+  const prof = profileOf(ctx);
   const cap = system.gpu.memGiB * GiB;
   const weights = weightBytesPerGpu(ctx, layout);
   const act = activationBytes(ctx, layout, maxNumTokens);

@@ -1,5 +1,5 @@
 // Layouts the engines cannot run, with the reason (Refusal constraint 'engine').
-import { backendProfile } from './backends.js';
+import { profileOf } from './backends.js';
 import type { DisaggConfig, EngineContext, ParallelLayout } from './types.js';
 
 export function gpusOf(layout: ParallelLayout): number {
@@ -25,7 +25,7 @@ export function layoutRule(ctx: EngineContext, layout: ParallelLayout, role: 'ag
     // An expert-parallel width that does not divide the experts runs with redundant expert slots (EPLB),
     // priced as ceil(experts / moe_ep) experts per GPU; one wider than the experts leaves GPUs idle.
     if (moeEp > m.moe.numExperts) return `moe_ep ${moeEp} exceeds the ${m.moe.numExperts} experts of ${m.id}`;
-    const prof = backendProfile(ctx.backend, ctx.version, ctx.system.gpu.memGiB);
+    const prof = profileOf(ctx);
     if (!prof.moeDpWithMoeTp && dp > 1 && moeTp > 1) {
       return `${ctx.backend} cannot combine attention data parallelism (dp ${dp}) with expert tensor parallelism (moe_tp ${moeTp}); use moe_ep = tp x dp`;
     }
@@ -44,7 +44,7 @@ export function disaggRule(ctx: EngineContext, config: DisaggConfig): string | n
   if (p) return `prefill: ${p}`;
   const d = layoutRule(ctx, config.decode, 'decode');
   if (d) return `decode: ${d}`;
-  const prof = backendProfile(ctx.backend, ctx.version, ctx.system.gpu.memGiB);
+  const prof = profileOf(ctx);
   // MLA caches one latent replicated over tp, so any tp pair can hand KV over. Sharded GQA heads must be
   // re-sliced page by page between different tp: SGLang does it, but its measured runs of such pairs decode
   // 5-25x slower (and the slicing path fails under load), so the pair is not offered.

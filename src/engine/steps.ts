@@ -1,7 +1,7 @@
 // Step latencies with the engine's host overheads, memoized per context so that a search over many layouts
 // and batch sizes prices each distinct (layout, shape) once.
 import type { PerfSource } from '../perf/types.js';
-import { backendProfile, graphPaddedBatch, type BackendProfile } from './backends.js';
+import { graphPaddedBatch, profileOf } from './backends.js';
 import { stepCost, type StepCost, type StepShape } from './ops.js';
 import type { EngineContext, ParallelLayout } from './types.js';
 
@@ -22,10 +22,6 @@ export function cachedStep(ctx: EngineContext, layout: ParallelLayout, shape: St
     m.set(key, v);
   }
   return v;
-}
-
-export function profileOf(ctx: EngineContext): BackendProfile {
-  return backendProfile(ctx.backend, ctx.version, ctx.system.gpu.memGiB);
 }
 
 /** Host time of one engine step with `seqs` running sequences, ms (includes a user correction if given). */

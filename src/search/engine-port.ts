@@ -9,5 +9,5 @@ export const realEngine: SearchEngine = {
   memoryFor: engine.memoryFor,
   layoutRule: engine.layoutRule,
   disaggRule: engine.disaggRule,
-  defaultMaxNumTokens: (ctx: EngineContext) => engine.backendProfile(ctx.backend, ctx.version, ctx.system.gpu.memGiB).maxNumTokens,
+  defaultMaxNumTokens: (ctx: EngineContext) => engine.profileOf(ctx).maxNumTokens,
 };

@@ -6,7 +6,7 @@ import { log, positiveInt, printJson, runAction } from '../common.js';
 import { addGlobalOptions, addModelSystemOptions, addWorkloadOptions, readCommonInputs, relaxModelSystem } from '../options.js';
 import { loadEngineContext, resolveRowInputs } from '../context.js';
 import { calibrationText } from '../../search/search.js';
-import { backendProfile, estimateAgg, estimateDisagg, isRefusal } from '../../engine/index.js';
+import { estimateAgg, estimateDisagg, isRefusal, profileOf } from '../../engine/index.js';
 import { estimateRow, parseCsv, PREDICTED_COLUMNS, predictedCells } from '../../engine/rows.js';
 import type { AggConfig, DisaggConfig, EngineContext, Estimate, MemoryPicture, MetricBands, PoolConfig, ServingMetrics } from '../../engine/types.js';
 import { InputError, UnsupportedError } from '../../util/errors.js';
@@ -52,7 +52,7 @@ function num(o: Opts, key: string): number | undefined {
 
 /** The engine's default token budget per step on this GPU. */
 function engineTokens(ctx: EngineContext): number {
-  return backendProfile(ctx.backend, ctx.version, ctx.system.gpu.memGiB).maxNumTokens;
+  return profileOf(ctx).maxNumTokens;
 }
 
 function aggConfig(o: Opts, ctx: EngineContext): AggConfig {

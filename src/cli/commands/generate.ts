@@ -115,7 +115,7 @@ Examples:
   cmd.action(async (opts: Record<string, unknown>) =>
     runAction(opts, async () => {
       // Loaded on use: the CLI starts fast and commands do not load each other's stages.
-      const [{ loadEngineContext }, { backendProfile }, { realEngine }, { searchToJson }] = await Promise.all([
+      const [{ loadEngineContext }, { profileOf }, { realEngine }, { searchToJson }] = await Promise.all([
         import('../context.js'),
         import('../../engine/index.js'),
         import('../../search/engine-port.js'),
@@ -126,7 +126,7 @@ Examples:
       const g = generate(realEngine, ctx, {
         totalGpus: opts.totalGpus as number | undefined,
         sla: slaOf(inputs),
-        engineMaxBatch: backendProfile(ctx.backend, ctx.version, ctx.system.gpu.memGiB).maxBatchSize,
+        engineMaxBatch: profileOf(ctx).maxBatchSize,
       });
       const text = renderGenerate(g, ctx);
       // The generate facts plus the one-candidate search document in the shape `default --json` prints.

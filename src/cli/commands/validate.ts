@@ -7,7 +7,7 @@ import { log, positiveInt, positiveNumber, printJson, runAction } from '../commo
 import { alignColumns } from '../../util/format.js';
 import { addGlobalOptions, addModelSystemOptions, addWorkloadOptions, readCommonInputs, relaxModelSystem, type CommonInputs } from '../options.js';
 import { loadEngineContext } from '../context.js';
-import { backendProfile, estimateAgg, estimateDisagg } from '../../engine/index.js';
+import { estimateAgg, estimateDisagg, profileOf } from '../../engine/index.js';
 import type { EngineContext } from '../../engine/types.js';
 import { InputError } from '../../util/errors.js';
 import { AIPERF_METRICS, importAiperfAll, type AiperfMetric, type AiperfRun } from '../../inputs/aiperf.js';
@@ -191,7 +191,7 @@ export async function targetContext(target: Target): Promise<EngineContext> {
 export function targetPredictor(ctx: EngineContext, target: Target): Predictor {
   let layout = target.layout;
   if (layout.mode === 'agg' && target.engineTokenBudget) {
-    layout = { ...layout, config: { ...layout.config, maxNumTokens: backendProfile(ctx.backend, ctx.version, ctx.system.gpu.memGiB).maxNumTokens } };
+    layout = { ...layout, config: { ...layout.config, maxNumTokens: profileOf(ctx).maxNumTokens } };
   }
   return enginePredictor({ ...ctx, correction: undefined }, layout, { estimateAgg, estimateDisagg }, {
     batchFromConcurrency: target.batchFromConcurrency,
