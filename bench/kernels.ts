@@ -63,7 +63,6 @@ function labelOf(op: string, r: Row): string {
   }
 }
 
-
 /** `pool`: the row of the pooled summary the slice counts in (op, or op with its MoE routing / reported-apart role). */
 interface Stat {
   system: string; backend: string; version: string; op: string; dtype: string; pool: string; rows: number; medianAbsPct: number; p90AbsPct: number; biasPct: number;

@@ -7,7 +7,6 @@ import { BACKENDS, DTYPES, type Backend, type Dtype, type Sla } from '../inputs/
 
 export const DEFAULTS = { isl: 4000, osl: 1000, ttft: 2000, tpot: 30, topN: 5 } as const;
 
-
 function dtypeParser(flag: string) {
   return (v: string): Dtype => {
     const d = (v === 'bf16' ? 'bfloat16' : v === 'fp16' ? 'float16' : v) as Dtype;

@@ -130,7 +130,6 @@ function applyDirectoryConcurrency(run: AiperfRun): void {
 
 // ---------- JSON (aggregate) ----------
 
-
 function dig(o: unknown, keys: string[]): unknown {
   let cur = o;
   for (const k of keys) {

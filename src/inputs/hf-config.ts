@@ -4,7 +4,6 @@ import { isObj, type JsonObject as Json } from '../util/json.js';
 import { checkpointQuant } from './dtypes.js';
 import type { LayerOverride, MlaSpec, ModelSpec, MoeSpec } from './types.js';
 
-
 /** Architectures we can model, and the family each belongs to. */
 export const SUPPORTED_ARCHITECTURES: Readonly<Record<string, string>> = {
   LlamaForCausalLM: 'llama',

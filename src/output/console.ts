@@ -29,7 +29,6 @@ function palette(color: boolean): Palette {
   return { head: c.cyan, good: c.green, bad: c.red, dim: c.dim, bold: c.bold };
 }
 
-
 const band = (b: Band): string => `[${num(b.low)} - ${num(b.high)}]`;
 
 function concurrencyText(c: RankedCandidate): string {

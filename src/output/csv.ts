@@ -36,7 +36,6 @@ export const DISAGG_COLUMNS = [
 
 type Row = Record<string, string | number>;
 
-
 /** GiB per GPU the simulated batch needs: weights, activations and the KV of `seqs` full sequences (aiconfigurator's `memory`). */
 function memoryNeeded(m: MemoryPicture, seqs: number, seqLen: number): number {
   return (m.weightsGiB + m.activationGiB + (m.kvBytesPerTokenPerGpu * seqs * seqLen) / GIB);

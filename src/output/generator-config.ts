@@ -10,7 +10,6 @@ import { round } from '../util/format.js';
 export const PLAN_KIND = 'inferplan-plan';
 export const INFERPLAN_VERSION = '0.1.0';
 
-
 function band(b: Band): [number, number] {
   return [round(b.low), round(b.high)];
 }

@@ -10,7 +10,6 @@ import { readRefTable, subdirs, type RefTable } from './reference.js';
 import { peaksOf } from './sol.js';
 import { OP_SPECS, type OpName, type Row } from './tables.js';
 
-
 /** The version folder to use for a backend: the asked one, else the nearest by version number. */
 function pickVersion(versions: string[], want: string): string | undefined {
   if (versions.includes(want)) return want;

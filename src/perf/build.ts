@@ -10,9 +10,6 @@ import { ROOFLINE } from './roofline.js';
 import { BULK_ELEMENTS, collectiveSol, moveCollective, NETWORK_LATENCY_MS, peaksOf, type Peaks } from './sol.js';
 import { DEEPSEEK_MLA, OP_SPECS, toCsv, type OpName, type Row } from './tables.js';
 
-/** DeepSeek-V3 attention shapes (the MLA module rows of the reference and of our table). */
-
-
 /** Routed-expert shapes of the bundled MoE models (hidden, expert FFN, top-k, experts). */
 export const MOE_SHAPES: readonly [number, number, number, number][] = [
   [2048, 768, 8, 128], // Qwen3-30B-A3B

@@ -8,6 +8,7 @@ import type { Collective } from './types.js';
 export const DEEPSEEK_MLA = { kv_lora_rank: 512, qk_rope_head_dim: 64, qk_nope_head_dim: 128, v_head_dim: 128, q_lora_rank: 1536, hidden: 7168 } as const;
 
 export type OpName = 'gemm' | 'context_attention' | 'generation_attention' | 'allreduce' | 'nccl' | 'moe' | 'mla' | 'elementwise';
+
 /**
  * Substitute dtypes, closest format first, when a table (or a fitted group) lacks the asked one. MXFP4 experts
  * without an fp4 kernel run as 4-bit weights with 16-bit activations (Marlin-style), so after the other 4-bit

@@ -62,17 +62,13 @@ export function layoutOrder(ctx: EngineContext, maxGpus: number = MAX_INSTANCE_G
   });
 }
 
-/** The step token budget generate deploys with: the engine's default. */
-export function generateMaxNumTokens(engine: GenerateEngine, ctx: EngineContext): number {
-  return engine.defaultMaxNumTokens(ctx);
-}
-
 /**
  * The fewest-GPU layout that fits the weights with KV room for MIN_SEQUENCES full sequences.
  * Throws NoFeasibleError (exit 3) when nothing up to `maxGpus` fits, naming the largest layout tried.
  */
 export function smallestLayout(engine: GenerateEngine, ctx: EngineContext, maxGpus: number = MAX_INSTANCE_GPUS): SmallestLayout {
-  const maxNumTokens = generateMaxNumTokens(engine, ctx);
+  // The step token budget generate deploys with: the engine's default.
+  const maxNumTokens = engine.defaultMaxNumTokens(ctx);
   const trials: LayoutTrial[] = [];
   for (const variants of layoutOrder(ctx, maxGpus)) {
     for (const layout of variants) {

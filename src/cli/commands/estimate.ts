@@ -50,11 +50,6 @@ function num(o: Opts, key: string): number | undefined {
   return o[camel(key)] as number | undefined;
 }
 
-/** The engine's default token budget per step on this GPU. */
-function engineTokens(ctx: EngineContext): number {
-  return profileOf(ctx).maxNumTokens;
-}
-
 function aggConfig(o: Opts, ctx: EngineContext): AggConfig {
   const tp = num(o, 'tp') ?? 1;
   const dp = num(o, 'dp') ?? 1;
@@ -62,7 +57,7 @@ function aggConfig(o: Opts, ctx: EngineContext): AggConfig {
   return {
     tp, pp: num(o, 'pp') ?? 1, dp, moeEp, moeTp: num(o, 'moe-tp') ?? Math.max(1, (tp * dp) / moeEp),
     batchSize: num(o, 'batch-size') ?? 64,
-    maxNumTokens: num(o, 'max-num-tokens') ?? engineTokens(ctx),
+    maxNumTokens: num(o, 'max-num-tokens') ?? profileOf(ctx).maxNumTokens,
   };
 }
 
@@ -72,7 +67,7 @@ function poolConfig(o: Opts, side: 'prefill' | 'decode', ctx: EngineContext, isl
   const dp = g('dp') ?? 1;
   const moeEp = g('moe-ep') ?? 1;
   const batch = g('batch-size') ?? (side === 'prefill' ? 1 : 64);
-  const tokens = engineTokens(ctx);
+  const tokens = profileOf(ctx).maxNumTokens;
   return {
     tp, pp: g('pp') ?? 1, dp, moeEp, moeTp: g('moe-tp') ?? Math.max(1, (tp * dp) / moeEp),
     batchSize: batch, workers: num(o, `${side}-workers`) ?? 1,
