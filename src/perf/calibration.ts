@@ -142,10 +142,7 @@ export function findOutlierGroups(cal: SystemCalibration): ExcludedGroup[] {
       if (!have.every((s) => sameLattice(m0, cal.sources[s]![op]!))) continue;
       // Compared over the whole lattice (each group holds its edge values beyond the nodes it measured) and over
       // the shapes every source measured (the nodes inside all their groups' bounds); the larger gap counts.
-      const inside = (x: number[]): boolean => have.every((s) => {
-        const gm = cal.sources[s]![op]!.groups[g]!;
-        return x.every((v, i) => v >= (gm.lo ?? m0.lo)[i]! && v <= (gm.hi ?? m0.hi)[i]!);
-      });
+      const inside = (x: number[]): boolean => have.every((s) => withinBounds(m0, cal.sources[s]![op]!.groups[g]!, x));
       const all = latticeNodes(m0);
       const common = all.filter(inside);
       const gaps = (pts: number[][]): number[] => {
@@ -327,17 +324,20 @@ export function pickSource(cal: SystemCalibration, backend: string, version: str
   return best;
 }
 
+/** Whether features `x` (from index `from` on) lie inside a group's lattice bounds (the model's when it has none). */
+function withinBounds(m: OpModel, g: GroupModel, x: number[], from = 0): boolean {
+  const lo = g.lo ?? m.lo, hi = g.hi ?? m.hi;
+  return x.every((v, i) => i < from || (v >= lo[i]! - 1e-9 && v <= hi[i]! + 1e-9));
+}
+
 /** The group model for a row: exact group, else a fallback group with the first dtype field substituted. */
 export function groupFor(op: ModelOp, m: OpModel, r: Row): GroupModel | undefined {
   const def = FEATURES[op];
   const g = def.group(r);
   // MoE up to the kernel switch: the low-latency kernel's group, on the shapes it was measured on (its lattice bounds).
   const low = op === 'moe' && (r.tokens as number) <= MOE_MIN_LATENCY_TOKENS ? m.groups[`${g}|${LOW_LATENCY}`] : undefined;
-  if (low) {
-    const x = def.features(r);
-    const lo = low.lo ?? m.lo, hi = low.hi ?? m.hi;
-    if (x.every((v, i) => i === 0 || (v >= lo[i]! - 1e-9 && v <= hi[i]! + 1e-9))) return low;
-  }
+  // (any token count: the kernel switch decides that; the other features within what the kernel was measured on).
+  if (low && withinBounds(m, low, def.features(r), 1)) return low;
   if (m.groups[g]) return m.groups[g];
   const parts = g.split('|');
   // Try each dtype-like part against its fallbacks.
