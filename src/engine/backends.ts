@@ -1,7 +1,7 @@
 // Engine defaults that matter for timing and memory, per backend and (where they changed) per version.
 // Figures are the engines' documented defaults; the per-step overheads are host-side costs (scheduling,
 // sampling, detokenization hand-off) fitted on the measured end-to-end rows, one value per backend.
-import type { Backend } from '../inputs/types.js';
+import type { Backend, Dtype } from '../inputs/types.js';
 import type { EngineContext } from './types.js';
 
 export interface BackendProfile {
@@ -53,6 +53,12 @@ export interface BackendProfile {
    * i+1 on the host while step i runs and hands step i's tokens out one step later.
    */
   outputLagSteps?: number;
+  /**
+   * Quantized formats whose layers run the measured kernel as it is: activations quantized by a kernel of
+   * their own before a GEMM of fixed dispatch (vLLM and SGLang NVFP4: scaled_fp4_quant, then the CUTLASS /
+   * FlashInfer fp4 GEMM), with no tuned tactic or fused quantization to undercut the isolated measurement.
+   */
+  kernelAsMeasured: Dtype[];
 }
 
 function range(start: number, end: number, step: number): number[] {
@@ -84,6 +90,7 @@ const BASE: Record<Backend, Omit<BackendProfile, 'version'>> = {
     kvOnDemand: true,
     moeDpWithMoeTp: false,
     disaggSameTp: false,
+    kernelAsMeasured: ['nvfp4'],
   },
   sglang: {
     backend: 'sglang',
@@ -107,6 +114,7 @@ const BASE: Record<Backend, Omit<BackendProfile, 'version'>> = {
     kvOnDemand: true,
     moeDpWithMoeTp: true,
     disaggSameTp: true,
+    kernelAsMeasured: ['nvfp4'],
   },
   trtllm: {
     backend: 'trtllm',
@@ -128,6 +136,8 @@ const BASE: Record<Backend, Omit<BackendProfile, 'version'>> = {
     kvOnDemand: false,
     moeDpWithMoeTp: true,
     disaggSameTp: false,
+    // The autotuner picks each quantized GEMM / MoE tactic per shape, and norms emit quantized activations.
+    kernelAsMeasured: [],
   },
 };
 

@@ -5,6 +5,7 @@ import { DTYPE_BYTES, type Dtype, type ModelSpec } from '../inputs/types.js';
 import type { MoeQuery, PerfSource } from '../perf/types.js';
 import { computeFlops, peaksOf, type Peaks } from '../perf/sol.js';
 import type { EngineContext, ParallelLayout } from './types.js';
+import { profileOf } from './backends.js';
 
 /** Layers that share one shape are priced once and multiplied by `count`. */
 export interface LayerKind {
@@ -93,7 +94,7 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
   if (T <= 0) return { ms: 0, byOp: t };
   const h = m.hiddenSize;
   const gd: Dtype = ctx.gemmDtype;
-  const peaks = peaksOf(perf === ctx.perf ? ctx.system : ctx.decodeSystem ?? ctx.system);
+  const qc: QuantCtx = { peaks: peaksOf(perf === ctx.perf ? ctx.system : ctx.decodeSystem ?? ctx.system), asMeasured: profileOf(ctx).kernelAsMeasured };
   const heads = Math.max(1, Math.ceil(m.numHeads / tp));
   const cross = crossesNode(ctx, tp);
   const arOne = tp > 1 ? perf.allReduce({ dtype: 'bfloat16', gpus: tp, elements: T * h, crossNode: cross }) : 0;
@@ -105,7 +106,7 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
     // Attention block.
     if (k.attention === 'full') {
       const kvh = Math.max(1, Math.ceil(k.kvHeads / tp));
-      add(t, 'qkv_gemm', n * gemmMs(perf, peaks, gd, T, (heads + 2 * kvh) * m.headDim, h));
+      add(t, 'qkv_gemm', n * gemmMs(perf, qc, gd, T, (heads + 2 * kvh) * m.headDim, h));
       if (pfB > 0) {
         add(t, 'attention_prefill', n * perf.contextAttention({
           batch: pfB, seq: shape.pfSeq, prefix: shape.pfPrefix, heads, kvHeads: kvh, headDim: m.headDim,
@@ -117,7 +118,7 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
           batch: dcB, kvLen: shape.dcKv, heads, kvHeads: kvh, headDim: m.headDim, kvDtype: ctx.kvDtype, window: k.window,
         }));
       }
-      add(t, 'proj_gemm', n * gemmMs(perf, peaks, gd, T, h, heads * m.headDim));
+      add(t, 'proj_gemm', n * gemmMs(perf, qc, gd, T, h, heads * m.headDim));
       add(t, 'allreduce', n * arOne);
       add(t, 'norm', n * norm);
     } else if (k.attention === 'mla' && m.mla) {
@@ -135,32 +136,32 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
       add(t, 'allreduce', n * arOne);
       add(t, 'norm', n * norm);
     } else if (k.attention === 'linear') {
-      add(t, 'proj_gemm', n * gemmMs(perf, peaks, gd, T, h, Math.ceil(h / tp)));
+      add(t, 'proj_gemm', n * gemmMs(perf, qc, gd, T, h, Math.ceil(h / tp)));
       add(t, 'allreduce', n * arOne);
     }
     // Feed-forward block.
     if (k.ffn === 'dense') {
       const inter = Math.ceil(k.inter / tp);
-      add(t, 'ffn_gemm', n * gemmMs(perf, peaks, gd, T, 2 * inter, h));
-      add(t, 'ffn_gemm', n * gemmMs(perf, peaks, gd, T, h, inter));
+      add(t, 'ffn_gemm', n * gemmMs(perf, qc, gd, T, 2 * inter, h));
+      add(t, 'ffn_gemm', n * gemmMs(perf, qc, gd, T, h, inter));
       add(t, 'norm', n * perf.elementwise({ bytes: T * inter * 3 * 2 }));
       add(t, 'allreduce', n * arOne);
     } else if (k.ffn === 'linear') {
-      add(t, 'ffn_gemm', n * gemmMs(perf, peaks, gd, T, h, Math.ceil(h / tp)));
+      add(t, 'ffn_gemm', n * gemmMs(perf, qc, gd, T, h, Math.ceil(h / tp)));
       add(t, 'allreduce', n * arOne);
     } else if (k.ffn === 'moe' && m.moe) {
       const e = m.moe;
       add(t, 'moe_router', n * perf.gemm({ dtype: 'bfloat16', m: T, n: e.numExperts, k: h }));
       if (e.sharedExperts > 0) {
         const si = Math.ceil((e.sharedExperts * e.sharedIntermediateSize) / tp);
-        add(t, 'moe_shared', n * gemmMs(perf, peaks, gd, T, 2 * si, h));
-        add(t, 'moe_shared', n * gemmMs(perf, peaks, gd, T, h, si));
+        add(t, 'moe_shared', n * gemmMs(perf, qc, gd, T, 2 * si, h));
+        add(t, 'moe_shared', n * gemmMs(perf, qc, gd, T, h, si));
       }
       const moeQ: MoeQuery = {
         dtype: ctx.moeDtype, tokens: T * dp, hidden: h, inter: e.expertIntermediateSize, topk: e.topK,
         experts: expertSlots(e.numExperts, layout.moeEp), moeTp: layout.moeTp, moeEp: layout.moeEp,
       };
-      let experts = moeMs(perf, peaks, moeQ);
+      let experts = moeMs(perf, qc, moeQ);
       // TRT-LLM runs MXFP4 experts on GPUs with native fp4 tensor cores through its fp4 MoE kernels.
       if (moeQ.dtype === 'mxfp4' && ctx.backend === 'trtllm' && (ctx.system.gpu.tflops.nvfp4 ?? 0) > 0) {
         experts = Math.min(experts, perf.moe({ ...moeQ, dtype: 'nvfp4' }));
@@ -189,26 +190,34 @@ const QUANTIZED = new Set<Dtype>(['fp8', 'fp8_block', 'nvfp4', 'int4_wo', 'int8_
  * A quantized kernel as the serving engine runs it. Quantized kernels measured in isolation carry a fixed
  * cost (activation quantization, scale handling) that dominates when a few rows stream the weights; engines
  * pick the fastest tactic per shape, which for a weight-streaming (memory-bound) shape is never slower than
- * the 16-bit kernel less the weight bytes it would not move (counted at peak bandwidth).
+ * the 16-bit kernel less the weight bytes it would not move (counted at peak bandwidth). Formats the engine
+ * runs exactly as measured (profile `kernelAsMeasured`) keep the measured time.
  */
-function servedMs(own: number, bf16: () => number, dtype: Dtype, flop: number, weights: number, peaks: Peaks): number {
-  if (!QUANTIZED.has(dtype)) return own;
+function servedMs(q: QuantCtx, own: number, bf16: () => number, dtype: Dtype, flop: number, weights: number): number {
+  if (!QUANTIZED.has(dtype) || q.asMeasured.includes(dtype)) return own;
+  const peaks = q.peaks;
   const w = DTYPE_BYTES[dtype];
   if (flop / computeFlops(peaks, dtype) > (w * weights) / peaks.mem) return own;
   return Math.min(own, bf16() - ((2 - w) * weights) / peaks.mem);
 }
 
-function gemmMs(perf: PerfSource, peaks: Peaks, dtype: Dtype, m: number, n: number, k: number): number {
-  const q = { dtype, m, n, k };
-  return servedMs(perf.gemm(q), () => perf.gemm({ ...q, dtype: 'bfloat16' }), dtype, 2 * m * n * k, n * k, peaks);
+/** What servedMs needs to know of the step's hardware and engine. */
+interface QuantCtx {
+  peaks: Peaks;
+  asMeasured: readonly Dtype[];
 }
 
-function moeMs(perf: PerfSource, peaks: Peaks, q: MoeQuery): number {
+function gemmMs(perf: PerfSource, qc: QuantCtx, dtype: Dtype, m: number, n: number, k: number): number {
+  const q = { dtype, m, n, k };
+  return servedMs(qc, perf.gemm(q), () => perf.gemm({ ...q, dtype: 'bfloat16' }), dtype, 2 * m * n * k, n * k);
+}
+
+function moeMs(perf: PerfSource, qc: QuantCtx, q: MoeQuery): number {
   const routed = (q.tokens * q.topk) / q.moeEp;
   const active = Math.min(q.experts / q.moeEp, routed);
   const flop = (6 * routed * q.hidden * q.inter) / q.moeTp;
   const weights = (3 * q.hidden * q.inter * active) / q.moeTp;
-  return servedMs(perf.moe(q), () => perf.moe({ ...q, dtype: 'bfloat16' }), q.dtype, flop, weights, peaks);
+  return servedMs(qc, perf.moe(q), () => perf.moe({ ...q, dtype: 'bfloat16' }), q.dtype, flop, weights);
 }
 
 /** Share of a full-length prefill's attention work done by the new tokens after `prefix` cached ones. */

@@ -107,6 +107,21 @@ describe('kernels as the engines choose them', () => {
     expect(ffn(ctx, decode)).toBeLessThan(bf16);
     expect(ffn(ctx, decode)).toBeGreaterThanOrEqual(ffn(base, decode) * 0.999);
   });
+  it('NVFP4 layers keep the measured kernel on vLLM and SGLang, and are tuned per shape on TRT-LLM', () => {
+    const decode = { pfBatch: 0, pfSeq: 0, dcBatch: 8 };
+    const fp4 = (backend: 'vllm' | 'sglang' | 'trtllm', version: string) => {
+      const c = testCtx('meta-llama/Llama-3.1-70B', { system: 'b200_sxm', backend, version, gemm: 'nvfp4' });
+      const p = Object.create(c.perf) as typeof c.perf;
+      p.gemm = (q) => c.perf.gemm(q) + (q.dtype === 'nvfp4' ? 0.05 : 0);
+      return { own: ffn({ ...c, perf: c.perf }, decode) + 80 * 2 * 0.05, served: ffn({ ...c, perf: p }, decode) };
+    };
+    for (const [b, v] of [['vllm', '0.12.0'], ['sglang', '0.5.9']] as const) {
+      const { own, served } = fp4(b, v);
+      expect(served).toBeCloseTo(own, 6);
+    }
+    const trt = fp4('trtllm', '1.2.0rc5');
+    expect(trt.served).toBeLessThan(trt.own);
+  });
   it('a compute-bound quantized GEMM keeps its own kernel', () => {
     const prefill = { pfBatch: 1, pfSeq: 8192, dcBatch: 0 };
     expect(ffn(ctx, prefill)).toBeCloseTo(ffn(base, prefill) + 80 * 2 * 0.05, 6);
