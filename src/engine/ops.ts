@@ -120,6 +120,8 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
       }
       add(t, 'proj_gemm', n * gemmMs(perf, qc, gd, T, h, heads * m.headDim));
       add(t, 'allreduce', n * arOne);
+      // Q/K norms over all heads: each token's two fp32 partial variances (8 bytes) are summed across the ranks.
+      if (m.qkNormAcrossHeads && tp > 1) add(t, 'allreduce', n * perf.allReduce({ dtype: 'bfloat16', gpus: tp, elements: 4 * T, crossNode: cross }));
       add(t, 'norm', n * norm);
     } else if (k.attention === 'mla' && m.mla) {
       // The MLA source prices the whole attention module (down/up projections, attention, output projection).

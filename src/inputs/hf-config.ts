@@ -185,6 +185,7 @@ export function parseHfConfig(config: unknown, quantConfig: unknown, id: string,
   if (mla) spec.mla = mla;
   if (layerOverrides) spec.layerOverrides = layerOverrides;
   if (mtpLayers) spec.mtpLayers = mtpLayers;
+  if (text.use_qk_norm === true && text.qk_norm_type === 'per_layer') spec.qkNormAcrossHeads = true;
   return spec;
 }
 

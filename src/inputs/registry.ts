@@ -42,6 +42,7 @@ const entrySchema = z.strictObject({
     .strictObject({ qLoraRank: int, kvLoraRank: pos, qkNopeHeadDim: pos, qkRopeHeadDim: pos, vHeadDim: pos })
     .optional(),
   mtpLayers: int.optional(),
+  qkNormAcrossHeads: z.boolean().optional(),
   layerOverrides: z
     .array(
       z.strictObject({
@@ -92,6 +93,7 @@ function toSpec(e: Entry, file: string): ModelSpec {
   if (e.moe) spec.moe = { ...e.moe };
   if (e.mla) spec.mla = { ...e.mla };
   if (e.mtpLayers) spec.mtpLayers = e.mtpLayers;
+  if (e.qkNormAcrossHeads) spec.qkNormAcrossHeads = true;
   if (e.layerOverrides) {
     const bad = e.layerOverrides.find((o) => o.layer >= numLayers);
     if (bad) throw new Error(`data/models/${file}: ${e.id}: layer override ${bad.layer} beyond ${numLayers} layers`);

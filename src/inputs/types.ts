@@ -102,6 +102,11 @@ export interface ModelSpec {
   aliases?: string[];
   /** Multi-token-prediction layers shipped with the checkpoint (DeepSeek-V3/R1: 1); not counted in numLayers. */
   mtpLayers?: number;
+  /**
+   * Q and K RMS-normalized over all heads at once (MiniMax-M2 `qk_norm_type: per_layer`): under tensor
+   * parallelism each layer all-reduces every token's partial variances across the ranks.
+   */
+  qkNormAcrossHeads?: boolean;
 }
 
 export const BACKENDS = ['vllm', 'sglang', 'trtllm'] as const;

@@ -34,6 +34,15 @@ describe('step latencies', () => {
     const reuse = stepCost(ctx, L, { pfBatch: 1, pfSeq: 1000, pfPrefix: 3000, dcBatch: 0, dcKv: 0 }).ms;
     expect(reuse).toBeLessThan(full);
   });
+  it('Q/K norms over all heads add one small all-reduce per layer under TP, none on one GPU', () => {
+    const mm = testCtx('MiniMaxAI/MiniMax-M2.5');
+    const plain = { ...mm, model: { ...mm.model, qkNormAcrossHeads: false } };
+    const decode = { pfBatch: 0, pfSeq: 0, pfPrefix: 0, dcBatch: 16, dcKv: 2000 };
+    const at = (c: typeof mm, tp: number) => stepCost(c, { tp, pp: 1, dp: 1, moeTp: tp, moeEp: 1 }, decode).byOp.allreduce ?? 0;
+    expect(at(mm, 4)).toBeGreaterThan(at(plain, 4));
+    expect(at(mm, 4)).toBeLessThan(2 * at(plain, 4));
+    expect(at(mm, 1)).toBe(0);
+  });
   it('groups heterogeneous and sliding-window layers', () => {
     const nem = layerKinds(testCtx('nvidia/Llama-3_3-Nemotron-Super-49B-v1').model);
     expect(nem.length).toBeGreaterThan(2);

@@ -75,6 +75,8 @@ describe('bundled registry', () => {
     expect(ds.mla!.kvLoraRank).toBe(512);
     expect(ds.mtpLayers).toBe(1);
     expect(ds.quant.gemmDtype).toBe('fp8_block');
+    expect((await resolveModel('MiniMaxAI/MiniMax-M2.5', OFFLINE)).qkNormAcrossHeads).toBe(true);
+    expect(ds.qkNormAcrossHeads).toBeUndefined();
   });
 
   it('active parameters per token within 10% of the cards (DeepSeek 37B, gpt-oss 5.1B / 3.6B, Mixtral 12.9B / 39B, Qwen3 22B / 3.3B, Kimi 32B)', async () => {
@@ -137,6 +139,11 @@ describe('parseHfConfig', () => {
     const m = parseHfConfig(llamaConfig(), undefined, 'x/llama', 'test');
     expect(m).toMatchObject({ family: 'llama', numLayers: 32, headDim: 128, numKvHeads: 8, kvDtype: 'bfloat16' });
     expect(countParams(m) / 1e9).toBeCloseTo(8.03, 2);
+  });
+  it('Q/K norms over all heads (MiniMax-M2 per_layer) are read from the config', () => {
+    const c = { ...llamaConfig(), use_qk_norm: true, qk_norm_type: 'per_layer' };
+    expect(parseHfConfig(c, undefined, 'x/mm', 'test').qkNormAcrossHeads).toBe(true);
+    expect(parseHfConfig({ ...c, qk_norm_type: 'per_head' }, undefined, 'x/mm', 'test').qkNormAcrossHeads).toBeUndefined();
   });
   it('defaults kv heads to heads and head_dim to hidden/heads', () => {
     const c: Record<string, unknown> = llamaConfig();
