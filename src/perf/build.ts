@@ -7,7 +7,7 @@ import type { ModelOp, OpModel } from './model.js';
 import type { Collective } from './types.js';
 import { FREE_AXES } from './grid.js';
 import { ROOFLINE } from './roofline.js';
-import { BULK_ELEMENTS, collectiveSol, moveCollective, NETWORK_LATENCY_MS, peaksOf, type Peaks } from './sol.js';
+import { acrossNodes, peaksOf, type Peaks } from './sol.js';
 import { DEEPSEEK_MLA, OP_SPECS, toCsv, type OpName, type Row } from './tables.js';
 
 /** Routed-expert shapes of the bundled MoE models (hidden, expert FFN, top-k, experts). */
@@ -123,25 +123,6 @@ function denseRows(op: OpName, peaks: Peaks, key: Row, axes: { col: string; valu
 function latencyFn(op: ModelOp, m: OpModel | undefined): (r: Row, sol: number) => number {
   const roof = { gemm: ROOFLINE.gemm, context_attention: ROOFLINE.contextAttention, generation_attention: ROOFLINE.generationAttention, allreduce: ROOFLINE.allReduce, nccl: ROOFLINE.nccl, moe: ROOFLINE.moe, mla: ROOFLINE.mla }[op];
   return (r, s) => (m ? modelLatency(op, m, r, s) : undefined) ?? s / roof.eff + roof.fixed;
-}
-
-/**
- * A collective over more GPUs than one NVLink domain holds: the fitted model prices it as if NVLink joined them
- * (its fixed costs and efficiency), then its wire time moves onto the inter-node link and the network's round
- * trip is added (scaling the whole latency by the link ratio would turn a 10 us launch-bound message into 100 us).
- */
-export function acrossNodes(peaks: Peaks, collectiveOf: (r: Row) => string, f: (r: Row, s: number) => number): (r: Row, s: number) => number {
-  const nvlink: Peaks = { ...peaks, gpusPerNode: Number.POSITIVE_INFINITY };
-  return (r, s) => {
-    const gpus = r.gpus as number;
-    if (gpus <= peaks.gpusPerNode) return f(r, s);
-    const c = collectiveOf(r) as Collective;
-    const dtype = r.dtype as string;
-    const inNode = collectiveSol(nvlink, c, dtype, gpus, r.elements as number);
-    const bulkSol = collectiveSol(nvlink, c, dtype, gpus, BULK_ELEMENTS);
-    const bulkEff = bulkSol / f({ ...r, elements: BULK_ELEMENTS }, bulkSol);
-    return moveCollective(f(r, inNode), bulkEff, inNode, s, NETWORK_LATENCY_MS);
-  };
 }
 
 export interface TableSet {

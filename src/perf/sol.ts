@@ -2,6 +2,7 @@
 // binds. Every table entry and every lookup is floored at these values. Milliseconds, one GPU.
 import { DTYPE_BYTES, type Dtype, type SystemSpec } from '../inputs/types.js';
 import type { Collective } from './types.js';
+import type { Row } from './tables.js';
 
 /** Peak figures of a system in per-millisecond units, precomputed once per source. */
 export interface Peaks {
@@ -173,4 +174,23 @@ export function mlaSol(
     t += Math.max(ops / p.flops.bf16, bytes / p.mem);
   }
   return t;
+}
+
+/**
+ * A collective over more GPUs than one NVLink domain holds: the fitted model prices it as if NVLink joined them
+ * (its fixed costs and efficiency), then its wire time moves onto the inter-node link and the network's round
+ * trip is added (scaling the whole latency by the link ratio would turn a 10 us launch-bound message into 100 us).
+ */
+export function acrossNodes(peaks: Peaks, collectiveOf: (r: Row) => string, f: (r: Row, s: number) => number): (r: Row, s: number) => number {
+  const nvlink: Peaks = { ...peaks, gpusPerNode: Number.POSITIVE_INFINITY };
+  return (r, s) => {
+    const gpus = r.gpus as number;
+    if (gpus <= peaks.gpusPerNode) return f(r, s);
+    const c = collectiveOf(r) as Collective;
+    const dtype = r.dtype as string;
+    const inNode = collectiveSol(nvlink, c, dtype, gpus, r.elements as number);
+    const bulkSol = collectiveSol(nvlink, c, dtype, gpus, BULK_ELEMENTS);
+    const bulkEff = bulkSol / f({ ...r, elements: BULK_ELEMENTS }, bulkSol);
+    return moveCollective(f(r, inNode), bulkEff, inNode, s, NETWORK_LATENCY_MS);
+  };
 }
