@@ -59,6 +59,8 @@ export interface BackendProfile {
    * FlashInfer fp4 GEMM), with no tuned tactic or fused quantization to undercut the isolated measurement.
    */
   kernelAsMeasured: Dtype[];
+  /** Whether MXFP4 experts run through the engine's fp4 MoE kernels on GPUs with fp4 tensor cores (TRT-LLM). */
+  mxfp4ViaFp4Moe: boolean;
 }
 
 function range(start: number, end: number, step: number): number[] {
@@ -91,6 +93,7 @@ const BASE: Record<Backend, Omit<BackendProfile, 'version'>> = {
     moeDpWithMoeTp: false,
     disaggSameTp: false,
     kernelAsMeasured: ['nvfp4'],
+    mxfp4ViaFp4Moe: false,
   },
   sglang: {
     backend: 'sglang',
@@ -115,6 +118,7 @@ const BASE: Record<Backend, Omit<BackendProfile, 'version'>> = {
     moeDpWithMoeTp: true,
     disaggSameTp: true,
     kernelAsMeasured: ['nvfp4'],
+    mxfp4ViaFp4Moe: false,
   },
   trtllm: {
     backend: 'trtllm',
@@ -138,6 +142,7 @@ const BASE: Record<Backend, Omit<BackendProfile, 'version'>> = {
     disaggSameTp: false,
     // The autotuner picks each quantized GEMM / MoE tactic per shape, and norms emit quantized activations.
     kernelAsMeasured: [],
+    mxfp4ViaFp4Moe: true,
   },
 };
 

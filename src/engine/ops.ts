@@ -94,7 +94,8 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
   if (T <= 0) return { ms: 0, byOp: t };
   const h = m.hiddenSize;
   const gd: Dtype = ctx.gemmDtype;
-  const qc: QuantCtx = { peaks: peaksOf(perf === ctx.perf ? ctx.system : ctx.decodeSystem ?? ctx.system), asMeasured: profileOf(ctx).kernelAsMeasured };
+  const prof = profileOf(ctx);
+  const qc: QuantCtx = { peaks: peaksOf(perf === ctx.perf ? ctx.system : ctx.decodeSystem ?? ctx.system), asMeasured: prof.kernelAsMeasured, mxfp4ViaFp4Moe: prof.mxfp4ViaFp4Moe };
   const heads = Math.max(1, Math.ceil(m.numHeads / tp));
   const cross = crossesNode(ctx, tp);
   const arOne = tp > 1 ? perf.allReduce({ dtype: 'bfloat16', gpus: tp, elements: T * h, crossNode: cross }) : 0;
@@ -164,8 +165,8 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
         experts: expertSlots(e.numExperts, layout.moeEp), moeTp: layout.moeTp, moeEp: layout.moeEp,
       };
       let experts = moeMs(perf, qc, moeQ);
-      // TRT-LLM runs MXFP4 experts on GPUs with native fp4 tensor cores through its fp4 MoE kernels.
-      if (moeQ.dtype === 'mxfp4' && ctx.backend === 'trtllm' && (ctx.system.gpu.tflops.nvfp4 ?? 0) > 0) {
+      // Engines that run MXFP4 experts through their fp4 MoE kernels do so where the GPU has fp4 tensor cores.
+      if (moeQ.dtype === 'mxfp4' && qc.mxfp4ViaFp4Moe && (ctx.system.gpu.tflops.nvfp4 ?? 0) > 0) {
         experts = Math.min(experts, perf.moe({ ...moeQ, dtype: 'nvfp4' }));
       }
       add(t, 'moe_experts', n * experts);
@@ -203,10 +204,11 @@ function servedMs(q: QuantCtx, own: number, bf16: () => number, dtype: Dtype, fl
   return Math.min(own, bf16() - ((2 - w) * weights) / peaks.mem);
 }
 
-/** What servedMs needs to know of the step's hardware and engine. */
+/** The step's hardware and the engine's kernel choices for quantized layers. */
 interface QuantCtx {
   peaks: Peaks;
   asMeasured: readonly Dtype[];
+  mxfp4ViaFp4Moe: boolean;
 }
 
 function gemmMs(perf: PerfSource, qc: QuantCtx, dtype: Dtype, m: number, n: number, k: number): number {
