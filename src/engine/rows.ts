@@ -35,8 +35,9 @@ export function rowDtypes(row: Row, model: ModelSpec): { gemmDtype: Dtype; moeDt
   const p = QUANT[row.precision ?? ''];
   const gemm = QUANT[row.gemm_quant_mode ?? ''] ?? p ?? model.quant.gemmDtype;
   let moe = QUANT[row.moe_quant_mode ?? ''] ?? p ?? model.quant.moeDtype;
-  // Native mxfp4 experts (gpt-oss) stay mxfp4 whatever the dense layers use.
-  if (model.quant.moeDtype === 'mxfp4' && (moe === 'nvfp4' || !row.moe_quant_mode)) moe = 'mxfp4';
+  // Native mxfp4 experts (gpt-oss) stay mxfp4 whatever the dense layers use: "fp8" and "fp4" runs of such a
+  // checkpoint quantize activations at most (TRT-LLM's W4A8 path on Hopper), the expert weights stay MXFP4.
+  if (model.quant.moeDtype === 'mxfp4' && (moe === 'nvfp4' || moe === 'fp8' || !row.moe_quant_mode)) moe = 'mxfp4';
   if (!model.moe) moe = gemm;
   // Quantized serving recipes run an fp8 KV cache alongside fp8 / fp4 weights.
   const kv: Dtype = gemm === 'fp8' || gemm === 'fp8_block' || gemm === 'nvfp4' || p === 'fp8' || p === 'nvfp4' ? 'fp8' : model.kvDtype;

@@ -30,5 +30,7 @@ describe('e2e rows', () => {
     expect(rowDtypes({ precision: '', gemm_quant_mode: '', moe_quant_mode: '' }, llama)).toEqual({ gemmDtype: 'bfloat16', moeDtype: 'bfloat16', kvDtype: 'bfloat16' });
     const oss = findBundled('openai/gpt-oss-120b')!;
     expect(rowDtypes({ precision: 'fp4', gemm_quant_mode: 'nvfp4', moe_quant_mode: 'nvfp4' }, oss).moeDtype).toBe('mxfp4');
+    // An "fp8" gpt-oss run keeps the checkpoint's MXFP4 experts (fp8 activations at most): no fp8 experts exist.
+    expect(rowDtypes({ precision: 'fp8', gemm_quant_mode: 'fp8', moe_quant_mode: 'fp8' }, oss).moeDtype).toBe('mxfp4');
   });
 });
