@@ -61,6 +61,12 @@ export interface BackendProfile {
   kernelAsMeasured: Dtype[];
   /** Whether MXFP4 experts run through the engine's fp4 MoE kernels on GPUs with fp4 tensor cores (TRT-LLM). */
   mxfp4ViaFp4Moe: boolean;
+  /**
+   * Whether sliding-window layers hold only their window of KV in GPU memory, leaving room for more sequences
+   * (vLLM's hybrid allocator, SGLang's SWA pool). TRT-LLM's KV budget holds full-length sequences: its
+   * per-window pools do not lend the unused window memory to the full-attention layers.
+   */
+  kvWindowSavesMemory: boolean;
 }
 
 function range(start: number, end: number, step: number): number[] {
@@ -94,6 +100,7 @@ const BASE: Record<Backend, Omit<BackendProfile, 'version'>> = {
     disaggSameTp: false,
     kernelAsMeasured: ['nvfp4'],
     mxfp4ViaFp4Moe: false,
+    kvWindowSavesMemory: true,
   },
   sglang: {
     backend: 'sglang',
@@ -119,6 +126,7 @@ const BASE: Record<Backend, Omit<BackendProfile, 'version'>> = {
     disaggSameTp: true,
     kernelAsMeasured: ['nvfp4'],
     mxfp4ViaFp4Moe: false,
+    kvWindowSavesMemory: true,
   },
   trtllm: {
     backend: 'trtllm',
@@ -143,6 +151,7 @@ const BASE: Record<Backend, Omit<BackendProfile, 'version'>> = {
     // The autotuner picks each quantized GEMM / MoE tactic per shape, and norms emit quantized activations.
     kernelAsMeasured: [],
     mxfp4ViaFp4Moe: true,
+    kvWindowSavesMemory: false,
   },
 };
 

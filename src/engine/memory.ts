@@ -146,7 +146,7 @@ function computeMemory(
     };
   }
   const kv = kvBytesPerToken(ctx, layout);
-  const slidingTok = kv.window > 0 ? Math.min(kv.window, seqTokens) : 0;
+  const slidingTok = kv.window > 0 && prof.kvWindowSavesMemory ? Math.min(kv.window, seqTokens) : seqTokens;
   const block = prof.kvBlockTokens;
   const roundUp = (x: number) => Math.ceil(x / block) * block;
   const perSeq = kv.full * roundUp(seqTokens) + kv.sliding * roundUp(slidingTok);

@@ -65,6 +65,17 @@ describe('memory picture', () => {
     expect(short.maxSequences).toBeGreaterThan(m2.maxSequences);
     expect(m2.weightsGiB + m2.activationGiB + m2.reserveGiB + m2.kvCacheGiB).toBeLessThanOrEqual(m2.capacityGiB);
   });
+  it('sliding-window layers leave room for more sequences on vLLM, not in TRT-LLM\'s KV budget', () => {
+    const seqs = (backend: 'vllm' | 'trtllm', version: string, windowed: boolean) => {
+      const ctx = testCtx('openai/gpt-oss-120b', { backend, version, workload: { isl: 8000, osl: 1000 } });
+      const c = windowed ? ctx : { ...ctx, model: { ...ctx.model, slidingWindow: undefined } };
+      const m = memoryFor(c, L(1), 8192);
+      if (isRefusal(m)) throw new Error('unexpected refusal');
+      return m.maxSequences;
+    };
+    expect(seqs('vllm', '0.12.0', true)).toBeGreaterThan(1.5 * seqs('vllm', '0.12.0', false));
+    expect(seqs('trtllm', '1.2.0rc5', true)).toBe(seqs('trtllm', '1.2.0rc5', false));
+  });
   it('refuses weights that do not fit, with the reason', () => {
     const r = memoryFor(testCtx('meta-llama/Llama-3.1-405B', { system: 'h100_sxm' }), L(1), 8192);
     expect(isRefusal(r)).toBe(true);
