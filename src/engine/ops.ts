@@ -2,6 +2,7 @@
 // A step carries prefill tokens (a batch of prompt chunks) and/or decode tokens (one per running sequence);
 // every shape here is per GPU after the tp / dp / moe splits.
 import { DTYPE_BYTES, type Dtype, type ModelSpec } from '../inputs/types.js';
+import { isMoeLayer } from '../inputs/params.js';
 import type { MoeQuery, PerfSource } from '../perf/types.js';
 import { computeFlops, peaksOf, type Peaks } from '../perf/sol.js';
 import type { EngineContext, ParallelLayout } from './types.js';
@@ -34,7 +35,7 @@ export function layerKinds(model: ModelSpec): LayerKind[] {
     const sliding = model.slidingWindow?.layers[i] ?? false;
     const window = attention === 'full' && sliding ? model.slidingWindow!.window : 0;
     const kvHeads = o?.numKvHeads ?? model.numKvHeads;
-    let ffn: LayerKind['ffn'] = model.moe && i >= model.moe.firstDenseLayers ? 'moe' : 'dense';
+    let ffn: LayerKind['ffn'] = isMoeLayer(model, i) ? 'moe' : 'dense';
     let inter = model.intermediateSize;
     if (o?.ffn === 'none' || o?.intermediateSize === 0) ffn = 'none';
     else if (o?.ffn === 'linear') ffn = 'linear';

@@ -136,9 +136,10 @@ export function parseHfConfig(config: unknown, quantConfig: unknown, id: string,
       break;
     }
     case 'llama4': {
+      // Maverick interleaves dense MLPs (intermediate_size_mlp) with MoE layers; Scout is MoE throughout.
       const step = r.int('interleave_moe_layer_step', 1);
-      if (step !== 1) throw new UnsupportedError(`${id}: Llama 4 with interleaved dense and MoE layers (interleave_moe_layer_step ${step}) is not supported; supported: interleave_moe_layer_step 1 (Scout)`);
       moe = { numExperts: r.int('num_local_experts'), topK: r.int('num_experts_per_tok'), expertIntermediateSize: intermediateSize, sharedExperts: 1, sharedIntermediateSize: intermediateSize, firstDenseLayers: 0 };
+      if (step > 1) moe.layerStep = step;
       intermediateSize = r.int('intermediate_size_mlp', intermediateSize);
       const chunk = r.optInt('attention_chunk_size');
       if (chunk) {

@@ -18,13 +18,18 @@ export function attentionParams(m: ModelSpec, kvHeads = m.numKvHeads): number {
   return qo + kv;
 }
 
+/** Whether layer `i` runs the MoE block (after the dense first layers, on every `layerStep`-th layer). */
+export function isMoeLayer(m: ModelSpec, i: number): boolean {
+  return !!m.moe && i >= m.moe.firstDenseLayers && (i + 1) % (m.moe.layerStep ?? 1) === 0;
+}
+
 /** Parameters of the FFN of layer `i` (dense MLP, MoE with router and shared experts). */
 export function ffnParams(m: ModelSpec, i: number, ov?: LayerOverride): number {
   const h = m.hiddenSize;
   if (ov?.ffn === 'none' || ov?.intermediateSize === 0) return 0;
   if (ov?.ffn === 'linear') return h * h;
-  if (m.moe && i >= m.moe.firstDenseLayers) {
-    const e = m.moe;
+  if (isMoeLayer(m, i)) {
+    const e = m.moe!;
     return e.numExperts * 3 * h * e.expertIntermediateSize + e.sharedExperts * 3 * h * e.sharedIntermediateSize + h * e.numExperts;
   }
   return 3 * h * (ov?.intermediateSize ?? m.intermediateSize);
@@ -51,6 +56,7 @@ export function activeParams(m: ModelSpec): number {
   const embedding = m.tiedEmbeddings ? 0 : m.vocabSize * m.hiddenSize;
   if (!m.moe) return countParams(m) - embedding;
   const e = m.moe;
-  const moeLayers = Math.max(0, m.numLayers - e.firstDenseLayers);
+  let moeLayers = 0;
+  for (let i = 0; i < m.numLayers; i++) if (isMoeLayer(m, i)) moeLayers++;
   return countParams(m) - embedding - moeLayers * (e.numExperts - e.topK) * 3 * m.hiddenSize * e.expertIntermediateSize;
 }

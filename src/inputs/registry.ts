@@ -36,6 +36,7 @@ const entrySchema = z.strictObject({
       sharedExperts: int,
       sharedIntermediateSize: int,
       firstDenseLayers: int,
+      layerStep: pos.optional(),
     })
     .optional(),
   mla: z

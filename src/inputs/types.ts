@@ -46,6 +46,11 @@ export interface MoeSpec {
   sharedIntermediateSize: number;
   /** The first N layers are dense MLPs (DeepSeek: 3) using `intermediateSize`. */
   firstDenseLayers: number;
+  /**
+   * MoE on every `layerStep`-th layer only (layers step-1, 2*step-1, ...; Llama 4 Maverick: 2), dense MLPs of
+   * `intermediateSize` in between. Absent: every layer from `firstDenseLayers` on is MoE.
+   */
+  layerStep?: number;
 }
 
 export interface MlaSpec {

@@ -2,7 +2,7 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { countParams, listBundledModels, parseHfConfig, resolveModel } from '../../src/inputs/models.js';
-import { activeParams } from '../../src/inputs/params.js';
+import { activeParams, isMoeLayer } from '../../src/inputs/params.js';
 import { effectiveDtypes } from '../../src/inputs/dtypes.js';
 import { deciFfnSize } from '../../src/inputs/hf-config.js';
 import { InputError, UnsupportedError } from '../../src/util/errors.js';
@@ -76,6 +76,10 @@ describe('bundled registry', () => {
     expect(ds.mtpLayers).toBe(1);
     expect(ds.quant.gemmDtype).toBe('fp8_block');
     expect((await resolveModel('MiniMaxAI/MiniMax-M2.5', OFFLINE)).qkNormAcrossHeads).toBe(true);
+    // Llama 4 Maverick: experts on every second layer (1, 3, ...), dense MLPs of 16384 in between.
+    const mav = await resolveModel('meta-llama/Llama-4-Maverick-17B-128E-Instruct', OFFLINE);
+    expect(Array.from({ length: 4 }, (_, i) => isMoeLayer(mav, i))).toEqual([false, true, false, true]);
+    expect(mav.intermediateSize).toBe(16384);
     expect(ds.qkNormAcrossHeads).toBeUndefined();
   });
 
@@ -83,7 +87,7 @@ describe('bundled registry', () => {
     const card: Record<string, number> = {
       'deepseek-ai/DeepSeek-V3': 37, 'openai/gpt-oss-120b': 5.1, 'openai/gpt-oss-20b': 3.6, 'mistralai/Mixtral-8x7B-v0.1': 12.9,
       'mistralai/Mixtral-8x22B-v0.1': 39, 'Qwen/Qwen3-235B-A22B': 22, 'Qwen/Qwen3-30B-A3B': 3.3, 'moonshotai/Kimi-K2-Instruct': 32,
-      'meta-llama/Llama-4-Scout-17B-16E-Instruct': 17,
+      'meta-llama/Llama-4-Scout-17B-16E-Instruct': 17, 'meta-llama/Llama-4-Maverick-17B-128E-Instruct': 17,
     };
     for (const [id, b] of Object.entries(card)) {
       const active = activeParams(await resolveModel(id, OFFLINE)) / 1e9;
@@ -139,6 +143,15 @@ describe('parseHfConfig', () => {
     const m = parseHfConfig(llamaConfig(), undefined, 'x/llama', 'test');
     expect(m).toMatchObject({ family: 'llama', numLayers: 32, headDim: 128, numKvHeads: 8, kvDtype: 'bfloat16' });
     expect(countParams(m) / 1e9).toBeCloseTo(8.03, 2);
+  });
+  it('Llama 4 with interleaved MoE layers (Maverick) reads the step and the dense width', () => {
+    const c = {
+      architectures: ['Llama4ForConditionalGeneration'],
+      text_config: { ...llamaConfig(), num_hidden_layers: 48, num_local_experts: 128, num_experts_per_tok: 1, intermediate_size: 8192, intermediate_size_mlp: 16384, interleave_moe_layer_step: 2 },
+    };
+    const m = parseHfConfig(c, undefined, 'x/maverick', 'test');
+    expect(m.moe).toMatchObject({ numExperts: 128, expertIntermediateSize: 8192, layerStep: 2 });
+    expect(m.intermediateSize).toBe(16384);
   });
   it('Q/K norms over all heads (MiniMax-M2 per_layer) are read from the config', () => {
     const c = { ...llamaConfig(), use_qk_norm: true, qk_norm_type: 'per_layer' };
