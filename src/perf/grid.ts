@@ -236,9 +236,9 @@ export class OpTable {
     return out;
   }
 
-  /** Which distinct values of a string key column the table holds (e.g. the dtypes). */
-  stringValues(col: string): string[] {
-    return [...new Set([...this.keys.values()].map((r) => String(r[col])))].sort();
+  /** Which distinct values of a key column the table holds (the dtypes, the attention windows), as text. */
+  keyValues(col: string): Set<string> {
+    return new Set([...this.keys.values()].map((r) => String(r[col])));
   }
 
   private gridFor(q: Row): Grid | null {

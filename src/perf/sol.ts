@@ -74,11 +74,14 @@ export function contextAttentionSol(
   p: Peaks, batch: number, seq: number, prefix: number, heads: number, kvHeads: number, headDim: number,
   dtype: string, kvDtype: string, window: number,
 ): number {
-  const full = seq + prefix;
-  const ops = window > 0 && window < full
-    ? 2 * batch * seq * window * heads * headDim * 2
-    : 2 * batch * heads * headDim * 2 * ((full * full - prefix * prefix) / 2);
-  const bytes = 2 * batch * (2 * heads * seq * headDim) + dtypeBytes(kvDtype) * batch * 2 * kvHeads * full * headDim;
+  // Keys each new token attends to: its position (causal), at most the window. Tokens before the window fills
+  // ramp up; the rest see the whole window.
+  const ramp = window > 0 ? Math.max(0, Math.min(seq, window - prefix)) : seq;
+  const keys = ramp * prefix + (ramp * ramp) / 2 + (seq - ramp) * window;
+  const ops = 2 * batch * heads * headDim * 2 * keys;
+  // KV read: every cached and new token, or those within a window of the new ones.
+  const kvTokens = window > 0 ? Math.min(seq + prefix, seq + window) : seq + prefix;
+  const bytes = 2 * batch * (2 * heads * seq * headDim) + dtypeBytes(kvDtype) * batch * 2 * kvHeads * kvTokens * headDim;
   const f = dtype === 'fp8' ? p.flops.fp8 : p.flops.bf16;
   return Math.max(ops / f, bytes / p.mem);
 }

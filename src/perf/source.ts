@@ -19,6 +19,8 @@ export type ModelProvider = (op: OpName, r: Row) => number | undefined;
 export class TablePerfSource implements PerfSource {
   readonly peaks: sol.Peaks;
   private readonly tables = new Map<OpName, OpTable | null>();
+  /** Attention windows each table measured (see windowFor). */
+  private readonly windows = new Map<OpName, Set<string>>();
   /** Ops answered by the fallback, for `info` and reports. */
   readonly fallbackOps = new Set<OpName>();
   private gemmFast: GemmFast | null | undefined;
@@ -77,9 +79,32 @@ export class TablePerfSource implements PerfSource {
     return this.fb().gemm(q);
   }
 
+  /**
+   * The window a table can price: 0 when the window covers every token (it is full attention), the window when
+   * the table measured it, undefined for a window it never measured (priced from full attention instead: the
+   * fitted window groups know only the measured widths, gpt-oss's 128, and extrapolate badly to 4k-8k).
+   */
+  private windowFor(op: 'context_attention' | 'generation_attention', window: number, tokens: number): number | undefined {
+    if (window <= 0 || window >= tokens) return 0;
+    const t = this.table(op);
+    if (!t) return window;
+    let listed = this.windows.get(op);
+    if (!listed) this.windows.set(op, (listed = t.keyValues('window')));
+    return listed.has(String(window)) ? window : undefined;
+  }
+
   contextAttention(q: ContextAttentionQuery): number {
     const prefix = q.prefix ?? 0;
     const full = q.seq + prefix;
+    const window = this.windowFor('context_attention', q.window, full);
+    if (window === undefined) {
+      // Full attention scaled by the roofline to the windowed work (each token attends to at most the window).
+      const open = this.contextAttention({ ...q, window: 0 });
+      const sw = sol.contextAttentionSol(this.peaks, q.batch, q.seq, prefix, q.heads, q.kvHeads, q.headDim, q.dtype, q.kvDtype, q.window);
+      const sf = sol.contextAttentionSol(this.peaks, q.batch, q.seq, prefix, q.heads, q.kvHeads, q.headDim, q.dtype, q.kvDtype, 0);
+      return Math.max((open * sw) / sf, sw);
+    }
+    if (window !== q.window) return this.contextAttention({ ...q, window });
     const r: Row = { batch: q.batch, seq: full, heads: q.heads, kv_heads: q.kvHeads, head_dim: q.headDim, dtype: q.dtype, kv_dtype: q.kvDtype, window: q.window };
     const v = this.lookup('context_attention', r, 'dtype') ?? this.lookup('context_attention', { ...r, kv_dtype: 'bfloat16' }, 'dtype');
     if (v === undefined) return this.fb().contextAttention(q);
@@ -91,6 +116,10 @@ export class TablePerfSource implements PerfSource {
   }
 
   generationAttention(q: GenerationAttentionQuery): number {
+    const window = this.windowFor('generation_attention', q.window, q.kvLen);
+    // A window the table never measured reads the window's tokens: full attention over that many.
+    if (window === undefined) return this.generationAttention({ ...q, kvLen: q.window, window: 0 });
+    if (window !== q.window) return this.generationAttention({ ...q, window });
     const r: Row = { batch: q.batch, kv_len: q.kvLen, heads: q.heads, kv_heads: q.kvHeads, head_dim: q.headDim, kv_dtype: q.kvDtype, window: q.window };
     return this.lookup('generation_attention', r, 'kv_dtype') ?? this.fb().generationAttention(q);
   }

@@ -66,6 +66,24 @@ describe('perf source (bundled tables)', () => {
     }
   });
 
+  it('an attention window never costs more than full attention; one the tables never measured reads its tokens', async () => {
+    const src = await loadPerfSource({ system: h200, backend: 'vllm', version: '0.19.0' });
+    const dc = { batch: 64, kvLen: 16000, heads: 8, kvHeads: 2, headDim: 128, kvDtype: 'bfloat16' } as const;
+    const open = src.generationAttention({ ...dc, window: 0 });
+    // A window wider than the KV is full attention.
+    expect(src.generationAttention({ ...dc, window: 20000 })).toBeCloseTo(open, 9);
+    // Llama 4's 8k chunks and Mistral's 4k window: full attention over the window's tokens.
+    for (const w of [4096, 8192]) {
+      expect(src.generationAttention({ ...dc, window: w })).toBeCloseTo(src.generationAttention({ ...dc, kvLen: w, window: 0 }), 9);
+      expect(src.generationAttention({ ...dc, window: w })).toBeLessThan(open);
+    }
+    const pf = { batch: 1, seq: 16000, heads: 8, kvHeads: 2, headDim: 128, dtype: 'bfloat16', kvDtype: 'bfloat16' } as const;
+    const full = src.contextAttention({ ...pf, window: 0 });
+    expect(src.contextAttention({ ...pf, window: 16000 })).toBeCloseTo(full, 9);
+    expect(src.contextAttention({ ...pf, window: 8192 })).toBeLessThan(full);
+    expect(src.contextAttention({ ...pf, window: 4096 })).toBeLessThan(src.contextAttention({ ...pf, window: 8192 }));
+  });
+
   it('a cached prefix makes prefill cheaper than the full prompt', async () => {
     const src = await loadPerfSource({ system: h200, backend: 'vllm', version: '0.19.0' });
     const q = { batch: 1, seq: 2000, heads: 8, kvHeads: 1, headDim: 128, dtype: 'bfloat16', kvDtype: 'bfloat16', window: 0 } as const;
