@@ -67,6 +67,12 @@ export interface BackendProfile {
    * per-window pools do not lend the unused window memory to the full-attention layers.
    */
   kvWindowSavesMemory: boolean;
+  /**
+   * Whether a sliding window the checkpoint sets on every layer (Mistral v0.1's sliding_window) is applied by
+   * default. TRT-LLM applies the windows its model code sets per layer (gpt-oss, Llama 4's chunks) and others
+   * only with max_attention_window: its Mistral-7B max-load runs measure full attention.
+   */
+  uniformWindow: boolean;
 }
 
 function range(start: number, end: number, step: number): number[] {
@@ -101,6 +107,7 @@ const BASE: Record<Backend, Omit<BackendProfile, 'version'>> = {
     kernelAsMeasured: ['nvfp4'],
     mxfp4ViaFp4Moe: false,
     kvWindowSavesMemory: true,
+    uniformWindow: true,
   },
   sglang: {
     backend: 'sglang',
@@ -127,6 +134,7 @@ const BASE: Record<Backend, Omit<BackendProfile, 'version'>> = {
     kernelAsMeasured: ['nvfp4'],
     mxfp4ViaFp4Moe: false,
     kvWindowSavesMemory: true,
+    uniformWindow: true,
   },
   trtllm: {
     backend: 'trtllm',
@@ -152,6 +160,7 @@ const BASE: Record<Backend, Omit<BackendProfile, 'version'>> = {
     kernelAsMeasured: [],
     mxfp4ViaFp4Moe: true,
     kvWindowSavesMemory: false,
+    uniformWindow: false,
   },
 };
 

@@ -74,7 +74,7 @@ export function kvBytesPerToken(ctx: EngineContext, layout: ParallelLayout): { f
   let full = 0;
   let sliding = 0;
   let window = 0;
-  for (const k of layerKinds(m)) {
+  for (const k of layerKinds(m, profileOf(ctx).uniformWindow)) {
     let per = 0;
     if (k.attention === 'full') per = 2 * Math.ceil(k.kvHeads / layout.tp) * m.headDim * kb;
     else if (k.attention === 'mla' && m.mla) per = (m.mla.kvLoraRank + m.mla.qkRopeHeadDim) * kb; // latent, replicated over tp

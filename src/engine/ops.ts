@@ -19,12 +19,17 @@ export interface LayerKind {
   inter: number;
 }
 
-const kindsCache = new WeakMap<ModelSpec, LayerKind[]>();
+const kindsCache = [new WeakMap<ModelSpec, LayerKind[]>(), new WeakMap<ModelSpec, LayerKind[]>()];
 
-/** Group the model's layers by shape (dense first layers, sliding-window layers, heterogeneous blocks). */
-export function layerKinds(model: ModelSpec): LayerKind[] {
-  const hit = kindsCache.get(model);
+/**
+ * Group the model's layers by shape (dense first layers, sliding-window layers, heterogeneous blocks). A window
+ * on every layer (Mistral v0.1) counts only where the engine applies it (`uniformWindow` of its profile).
+ */
+export function layerKinds(model: ModelSpec, uniformWindow = true): LayerKind[] {
+  const cache = kindsCache[uniformWindow ? 1 : 0]!;
+  const hit = cache.get(model);
   if (hit) return hit;
+  const windows = uniformWindow || !model.slidingWindow?.layers.every(Boolean) ? model.slidingWindow : undefined;
   const overrides = new Map((model.layerOverrides ?? []).map((o) => [o.layer, o]));
   const byKey = new Map<string, LayerKind>();
   for (let i = 0; i < model.numLayers; i++) {
@@ -32,8 +37,7 @@ export function layerKinds(model: ModelSpec): LayerKind[] {
     let attention: LayerKind['attention'] = model.mla ? 'mla' : 'full';
     if (o?.attention === 'none') attention = 'none';
     else if (o?.attention === 'linear') attention = 'linear';
-    const sliding = model.slidingWindow?.layers[i] ?? false;
-    const window = attention === 'full' && sliding ? model.slidingWindow!.window : 0;
+    const window = attention === 'full' && windows?.layers[i] ? windows.window : 0;
     const kvHeads = o?.numKvHeads ?? model.numKvHeads;
     let ffn: LayerKind['ffn'] = isMoeLayer(model, i) ? 'moe' : 'dense';
     let inter = model.intermediateSize;
@@ -46,7 +50,7 @@ export function layerKinds(model: ModelSpec): LayerKind[] {
     else byKey.set(key, { count: 1, attention, window, kvHeads, ffn, inter });
   }
   const kinds = [...byKey.values()];
-  kindsCache.set(model, kinds);
+  cache.set(model, kinds);
   return kinds;
 }
 
@@ -103,7 +107,7 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
   const norm = perf.elementwise({ bytes: 2 * T * h * 2 });
   const attnDtype: Dtype = 'bfloat16';
 
-  for (const k of layerKinds(m)) {
+  for (const k of layerKinds(m, prof.uniformWindow)) {
     const n = k.count;
     // Attention block.
     if (k.attention === 'full') {

@@ -43,6 +43,16 @@ describe('step latencies', () => {
     expect(at(mm, 4)).toBeLessThan(2 * at(plain, 4));
     expect(at(mm, 1)).toBe(0);
   });
+  it('a window on every layer (Mistral v0.1) applies on vLLM; TRT-LLM runs such checkpoints with full attention', () => {
+    const decode = { pfBatch: 0, pfSeq: 0, pfPrefix: 0, dcBatch: 16, dcKv: 16000 };
+    const attn = (backend: 'vllm' | 'trtllm', version: string, id: string) =>
+      stepCost(testCtx(id, { backend, version, workload: { isl: 16000, osl: 1000 } }), { tp: 1, pp: 1, dp: 1, moeTp: 1, moeEp: 1 }, decode).byOp.attention_decode!;
+    expect(attn('vllm', '0.12.0', 'mistralai/Mistral-7B-v0.1')).toBeLessThan(0.5 * attn('vllm', '0.12.0', 'mistralai/Mistral-7B-Instruct-v0.3'));
+    expect(attn('trtllm', '1.2.0rc5', 'mistralai/Mistral-7B-v0.1')).toBeCloseTo(attn('trtllm', '1.2.0rc5', 'mistralai/Mistral-7B-Instruct-v0.3'), 9);
+    // Per-layer windows its model code sets (gpt-oss) stay.
+    const oss = testCtx('openai/gpt-oss-120b').model;
+    expect(layerKinds(oss, false).some((k) => k.window > 0)).toBe(true);
+  });
   it('groups heterogeneous and sliding-window layers', () => {
     const nem = layerKinds(testCtx('nvidia/Llama-3_3-Nemotron-Super-49B-v1').model);
     expect(nem.length).toBeGreaterThan(2);
