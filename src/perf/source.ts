@@ -80,17 +80,19 @@ export class TablePerfSource implements PerfSource {
   }
 
   /**
-   * The window a table can price: 0 when the window covers every token (it is full attention), the window when
-   * the table measured it, undefined for a window it never measured (priced from full attention instead: the
-   * fitted window groups know only the measured widths, gpt-oss's 128, and extrapolate badly to 4k-8k).
+   * The window a table can price: the window when the table measured it (its rows cover short sequences too,
+   * run by the engine's windowed kernel); for a window it never measured, 0 when the window covers every token
+   * (full attention) and otherwise undefined: priced from full attention, since the fitted window groups know
+   * only the measured widths (gpt-oss's 128) and extrapolate badly to 4k-8k.
    */
   private windowFor(op: 'context_attention' | 'generation_attention', window: number, tokens: number): number | undefined {
-    if (window <= 0 || window >= tokens) return 0;
+    if (window <= 0) return 0;
     const t = this.table(op);
     if (!t) return window;
     let listed = this.windows.get(op);
     if (!listed) this.windows.set(op, (listed = t.keyValues('window')));
-    return listed.has(String(window)) ? window : undefined;
+    if (listed.has(String(window))) return window;
+    return window >= tokens ? 0 : undefined;
   }
 
   contextAttention(q: ContextAttentionQuery): number {
