@@ -133,7 +133,7 @@ async function runOverview(rows: Row[], perfData?: string): Promise<Result[]> {
       gemmDtype: dt.gemmDtype, moeDtype: dt.moeDtype, kvDtype: dt.kvDtype,
       workload: { isl: Number(row.isl), osl: Number(row.osl), prefix: 0 },
     };
-    const prof = backendProfile('trtllm', inp.version, inp.system.gpu.memGiB);
+    const prof = backendProfile('trtllm', inp.version, inp.system.gpu);
     // Max load: as many sequences as the KV cache holds, up to the engine's batch cap.
     const base = { tp, pp, dp, moeTp: (tp * dp) / moeEp, moeEp, maxNumTokens: prof.maxNumTokens };
     const probe = estimateAgg(ctx, { ...base, batchSize: 1 });

@@ -1,7 +1,7 @@
 // Engine defaults that matter for timing and memory, per backend and (where they changed) per version.
 // Figures are the engines' documented defaults; the per-step overheads are host-side costs (scheduling,
 // sampling, detokenization hand-off) fitted on the measured end-to-end rows, one value per backend.
-import type { Backend, Dtype } from '../inputs/types.js';
+import type { Backend, Dtype, SystemSpec } from '../inputs/types.js';
 import type { EngineContext } from './types.js';
 
 export interface BackendProfile {
@@ -190,15 +190,28 @@ function sglangChunkedPrefill(version: string, gpuMemGiB: number, atLeast: (v: s
   return gpuMemGiB < 60 ? 4096 : gpuMemGiB < 160 ? 8192 : 16384;
 }
 
-/** Defaults of one engine version on a GPU of `gpuMemGiB` (later versions inherit and override where the engine changed). */
-export function backendProfile(backend: Backend, version: string, gpuMemGiB: number): BackendProfile {
+/** What the engines' defaults look at: the GPU's memory and, for vLLM, whether it is an A100. */
+export type GpuFacts = Pick<SystemSpec['gpu'], 'memGiB' | 'name'>;
+
+/**
+ * vLLM's API-server defaults by GPU (EngineArgs): 8192 batched tokens and 1024 sequences on GPUs of 70 GiB or
+ * more other than the A100 (H100, H200, B200), 2048 and 256 elsewhere (A100, L40S).
+ */
+function vllmLargeGpu(gpu: GpuFacts): boolean {
+  return gpu.memGiB >= 70 && !/a100/i.test(gpu.name);
+}
+
+/** Defaults of one engine version on a GPU (later versions inherit and override where the engine changed). */
+export function backendProfile(backend: Backend, version: string, gpu: GpuFacts): BackendProfile {
   const atLeast = (v: string) => /^\d/.test(version) && compareVersions(version, v) >= 0;
-  const chunk = backend === 'sglang' ? sglangChunkedPrefill(version, gpuMemGiB, atLeast) : 0;
-  const key = `${backend}@${version}@${chunk}`;
+  const chunk = backend === 'sglang' ? sglangChunkedPrefill(version, gpu.memGiB, atLeast) : 0;
+  const large = backend === 'vllm' && vllmLargeGpu(gpu);
+  const key = `${backend}@${version}@${chunk}@${large}`;
   const hit = cache.get(key);
   if (hit) return hit;
   const p: BackendProfile = { ...BASE[backend], version };
   if (backend === 'vllm') {
+    if (!large) Object.assign(p, { maxNumTokens: 2048, maxBatchSize: 256 });
     // 0.22 raised the default gpu-memory-utilization handling; async scheduling (0.11+) hides most host time.
     if (atLeast('0.22')) p.memoryFraction = 0.92;
   }
@@ -214,7 +227,7 @@ export function backendProfile(backend: Backend, version: string, gpuMemGiB: num
 
 /** The profile of a context's engine on its GPU. */
 export function profileOf(ctx: EngineContext): BackendProfile {
-  return backendProfile(ctx.backend, ctx.version, ctx.system.gpu.memGiB);
+  return backendProfile(ctx.backend, ctx.version, ctx.system.gpu);
 }
 
 /** Fraction of GPU memory the engine lets weights, activations and KV use. */

@@ -4,7 +4,7 @@ import type { Backend, Dtype, ModelSpec, SystemSpec } from '../inputs/types.js';
 import type { PerfSource } from '../perf/types.js';
 import { estimateAgg, estimateDisagg, isRefusal } from './index.js';
 import type { AggConfig, DisaggConfig, EngineContext, Estimate, PoolConfig, Refusal } from './types.js';
-import { backendProfile } from './backends.js';
+import { backendProfile, type GpuFacts } from './backends.js';
 import { sizeUnrecordedPools, wideEpLayout } from './disagg.js';
 import { rowSpeculation } from './disagg-mtp.js';
 import { parse } from 'csv-parse/sync';
@@ -82,9 +82,9 @@ export function rowAggReplicas(row: Row): number {
   return Math.max(1, Math.round(conc / perReplica));
 }
 
-/** `gpuMemGiB`: memory of the row's GPU (SGLang sizes its default token budget by it). */
-export function rowAggConfig(row: Row, backend: Backend, version: string, gpuMemGiB: number): AggConfig {
-  const maxNumTokens = backendProfile(backend, version, gpuMemGiB).maxNumTokens;
+/** `gpu`: the row's GPU (engines size their default token budget by it). */
+export function rowAggConfig(row: Row, backend: Backend, version: string, gpu: GpuFacts): AggConfig {
+  const maxNumTokens = backendProfile(backend, version, gpu).maxNumTokens;
   const sq = squaredMoeLayout(row);
   if (sq) {
     const batch = rowConcurrency(row) ?? int(row.batch_size) * int(row.attention_dp_size);
@@ -100,7 +100,7 @@ export function rowAggConfig(row: Row, backend: Backend, version: string, gpuMem
   };
 }
 
-function pool(row: Row, side: 'prefill' | 'decode', backend: Backend, version: string, gpuMemGiB: number): PoolConfig {
+function pool(row: Row, side: 'prefill' | 'decode', backend: Backend, version: string, gpu: GpuFacts): PoolConfig {
   const tp = int(row[`${side}_tp_size`]);
   const dp = int(row[`${side}_attention_dp_size`]);
   const workers = int(row[`${side}_num_workers`]);
@@ -109,7 +109,7 @@ function pool(row: Row, side: 'prefill' | 'decode', backend: Backend, version: s
   const batch = row[`${side}_batch_size`]
     ? int(row[`${side}_batch_size`]) * dp
     : side === 'decode' ? Math.max(1, Math.ceil(conc / workers)) : dp;
-  const prof = backendProfile(backend, version, gpuMemGiB);
+  const prof = backendProfile(backend, version, gpu);
   return {
     tp, pp: int(row[`${side}_pp_size`]), dp, moeTp: int(row[`${side}_moe_tp_size`], tp * dp), moeEp: int(row[`${side}_moe_ep_size`]),
     batchSize: batch, workers,
@@ -117,8 +117,8 @@ function pool(row: Row, side: 'prefill' | 'decode', backend: Backend, version: s
   };
 }
 
-export function rowDisaggConfig(row: Row, backend: Backend, version: string, gpuMemGiB: number): DisaggConfig {
-  return { prefill: pool(row, 'prefill', backend, version, gpuMemGiB), decode: pool(row, 'decode', backend, version, gpuMemGiB) };
+export function rowDisaggConfig(row: Row, backend: Backend, version: string, gpu: GpuFacts): DisaggConfig {
+  return { prefill: pool(row, 'prefill', backend, version, gpu), decode: pool(row, 'decode', backend, version, gpu) };
 }
 
 export interface RowInputs {
@@ -148,7 +148,7 @@ export function estimateRow(row: Row, inp: RowInputs): Estimate | Refusal {
     const planner = !!(row.decode_num_workers || row.prefill_num_workers);
     const spec = rowSpeculation(inp.model, inp.backend, planner);
     if (spec) ctx.speculation = spec;
-    let cfg = rowDisaggConfig(row, inp.backend, inp.version, inp.system.gpu.memGiB);
+    let cfg = rowDisaggConfig(row, inp.backend, inp.version, inp.system.gpu);
     cfg = { prefill: cfg.prefill, decode: wideEpLayout(ctx, cfg.decode) };
     // Rows that leave the worker counts blank ran a deployment sized to their concurrency.
     if (conc && !planner) cfg = sizeUnrecordedPools(ctx, cfg, conc);
@@ -158,7 +158,7 @@ export function estimateRow(row: Row, inp: RowInputs): Estimate | Refusal {
   const aggSpec = rowSpeculation(inp.model, inp.backend, false);
   if (aggSpec) ctx.speculation = { ...aggSpec, acceptance: AGG_ROW_MTP_ACCEPTANCE };
   // A recorded tp that cannot split the heads (or spans boards) ran attention data parallel (wide EP).
-  const { workers: _w, ...aggCfg } = wideEpLayout(ctx, { ...rowAggConfig(row, inp.backend, inp.version, inp.system.gpu.memGiB), workers: 1 });
+  const { workers: _w, ...aggCfg } = wideEpLayout(ctx, { ...rowAggConfig(row, inp.backend, inp.version, inp.system.gpu), workers: 1 });
   return estimateAgg(ctx, aggCfg, { concurrency: conc, replicas: rowAggReplicas(row) });
 }
 

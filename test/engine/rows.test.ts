@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseCsv, rowAggConfig, rowConcurrency, rowDisaggConfig, rowDtypes } from '../../src/engine/rows.js';
 import { findBundled } from '../../src/inputs/registry.js';
+import { loadSystem } from '../../src/inputs/systems.js';
 
 describe('e2e rows', () => {
   it('parses quoted CSV fields with commas, quotes and CRLF', () => {
@@ -14,13 +15,13 @@ describe('e2e rows', () => {
     expect(rowConcurrency({ mode: 'disagg', silicon_data_source: '' })).toBeUndefined();
   });
   it('layouts: batch per dp rank, blank decode batch = concurrency / workers', () => {
-    const agg = rowAggConfig({ mode: 'agg', tp_size: '1', attention_dp_size: '8', moe_tp_size: '1', moe_ep_size: '8', batch_size: '32', silicon_data_source: '' }, 'trtllm', '1.2.0rc5', 80);
+    const agg = rowAggConfig({ mode: 'agg', tp_size: '1', attention_dp_size: '8', moe_tp_size: '1', moe_ep_size: '8', batch_size: '32', silicon_data_source: '' }, 'trtllm', '1.2.0rc5', loadSystem('h100_sxm').gpu);
     expect(agg).toMatchObject({ tp: 1, dp: 8, moeTp: 1, moeEp: 8, batchSize: 256 });
     const d = rowDisaggConfig({
       mode: 'disagg', isl: '1024', silicon_data_source: 'silicon_concurrency=64',
       prefill_tp_size: '4', prefill_moe_tp_size: '4', prefill_num_workers: '', prefill_batch_size: '',
       decode_tp_size: '8', decode_moe_tp_size: '1', decode_moe_ep_size: '8', decode_num_workers: '2', decode_batch_size: '',
-    }, 'sglang', '0.5.9', 140.4);
+    }, 'sglang', '0.5.9', loadSystem('h200_sxm').gpu);
     expect(d.prefill).toMatchObject({ tp: 4, workers: 1, batchSize: 1 });
     expect(d.decode).toMatchObject({ tp: 8, moeEp: 8, workers: 2, batchSize: 32 });
   });

@@ -15,15 +15,20 @@ function ok<T>(e: T | { refused: true; reason: string }): T {
 
 describe('scheduler details of aggregated serving', () => {
   it("SGLang's default chunked prefill follows the GPU's memory from 0.5.6 (8k on H100 / H200, 16k on B200, 4k on L40S)", () => {
-    const chunk = (system: string, version: string) => backendProfile('sglang', version, loadSystem(system).gpu.memGiB).maxNumTokens;
+    const chunk = (system: string, version: string) => backendProfile('sglang', version, loadSystem(system).gpu).maxNumTokens;
     expect(chunk('h100_sxm', '0.5.9')).toBe(8192);
     expect(chunk('h200_sxm', '0.5.9')).toBe(8192);
     expect(chunk('b200_sxm', '0.5.9')).toBe(16384);
     expect(chunk('gb200_sxm', '0.5.9')).toBe(16384);
     expect(chunk('l40s', '0.5.9')).toBe(4096);
     expect(chunk('b200_sxm', '0.5.1')).toBe(8192);
-    // Other engines do not depend on the GPU.
-    expect(backendProfile('vllm', '0.19.0', 45).maxNumTokens).toBe(backendProfile('vllm', '0.19.0', 180).maxNumTokens);
+    // TRT-LLM does not depend on the GPU.
+    expect(backendProfile('trtllm', '1.2.0rc5', loadSystem('l40s').gpu).maxNumTokens).toBe(backendProfile('trtllm', '1.2.0rc5', loadSystem('b200_sxm').gpu).maxNumTokens);
+  });
+  it("vLLM's server defaults: 8k tokens and 1024 sequences on large GPUs, 2k and 256 on the A100 and smaller ones", () => {
+    const prof = (system: string) => backendProfile('vllm', '0.19.0', loadSystem(system).gpu);
+    for (const s of ['h100_sxm', 'h200_sxm', 'b200_sxm']) expect(prof(s)).toMatchObject({ maxNumTokens: 8192, maxBatchSize: 1024 });
+    for (const s of ['a100_sxm', 'l40s']) expect(prof(s)).toMatchObject({ maxNumTokens: 2048, maxBatchSize: 256 });
   });
 
   it('a prompt just over the token budget costs about one prompt of prefill, not two full chunks', () => {
@@ -87,18 +92,18 @@ describe('e2e rows: benchmark concurrency spread over replicas', () => {
   it('concurrency a multiple of batch_size means that many replicas of batch_size clients each', () => {
     const row = { ...base, silicon_data_source: 'x; silicon_concurrency=64; y' };
     expect(rowAggReplicas(row)).toBe(4);
-    expect(rowAggConfig(row, 'trtllm', '1.2.0rc5', 80).batchSize).toBe(16);
+    expect(rowAggConfig(row, 'trtllm', '1.2.0rc5', loadSystem('h100_sxm').gpu).batchSize).toBe(16);
   });
   it('tp recorded as moe_tp x moe_ep with moe_tp = moe_ep reads as moe_ep GPUs of expert parallelism', () => {
     const row = { mode: 'agg', tp_size: '64', attention_dp_size: '1', moe_tp_size: '8', moe_ep_size: '8', batch_size: '16', silicon_data_source: 'silicon_concurrency=16' };
-    expect(rowAggConfig(row, 'trtllm', '1.2.0rc5', 80)).toMatchObject({ tp: 8, dp: 1, moeTp: 1, moeEp: 8, batchSize: 16 });
+    expect(rowAggConfig(row, 'trtllm', '1.2.0rc5', loadSystem('h100_sxm').gpu)).toMatchObject({ tp: 8, dp: 1, moeTp: 1, moeEp: 8, batchSize: 16 });
     const dpRow = { ...row, tp_size: '1', attention_dp_size: '64', batch_size: '4', silicon_data_source: 'silicon_concurrency=256' };
-    expect(rowAggConfig(dpRow, 'trtllm', '1.2.0rc5', 80)).toMatchObject({ tp: 1, dp: 8, moeTp: 1, moeEp: 8, batchSize: 256 });
+    expect(rowAggConfig(dpRow, 'trtllm', '1.2.0rc5', loadSystem('h100_sxm').gpu)).toMatchObject({ tp: 1, dp: 8, moeTp: 1, moeEp: 8, batchSize: 256 });
     expect(rowAggReplicas(dpRow)).toBe(1);
   });
   it('concurrency equal to batch_size is one replica', () => {
     const row = { ...base, silicon_data_source: 'silicon_concurrency=16' };
     expect(rowAggReplicas(row)).toBe(1);
-    expect(rowAggConfig(row, 'trtllm', '1.2.0rc5', 80).batchSize).toBe(16);
+    expect(rowAggConfig(row, 'trtllm', '1.2.0rc5', loadSystem('h100_sxm').gpu).batchSize).toBe(16);
   });
 });
