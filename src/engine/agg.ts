@@ -105,7 +105,9 @@ export function aggPoint(ctx: EngineContext, cfg: AggConfig, clients: number, me
   const iters = mixes ? Math.max(life, nMix) : life;
   const tIter = tDec + prefillWork / iters;
   const engineWait = (iters - life) * tIter;
-  const residual = 0.5 * tDec;
+  // A new prompt waits for the running step; an overlap scheduler has already scheduled the next one as well
+  // (and hands the prompt's first token out a step late: outputLagSteps below).
+  const residual = (0.5 + (prof.outputLagSteps ?? 0)) * tDec;
   // The first round arrives at once and queues behind the whole burst of prompts.
   const burstTtft = ((Math.ceil(nMix) + 1) / 2) * tFull;
   let ttftPrefill: number;
