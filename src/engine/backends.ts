@@ -225,9 +225,14 @@ export function backendProfile(backend: Backend, version: string, gpu: GpuFacts)
   return p;
 }
 
+/** Profiles by context: every step cost asks, and a context's engine and GPU never change. */
+const byCtx = new WeakMap<EngineContext, BackendProfile>();
+
 /** The profile of a context's engine on its GPU. */
 export function profileOf(ctx: EngineContext): BackendProfile {
-  return backendProfile(ctx.backend, ctx.version, ctx.system.gpu);
+  let p = byCtx.get(ctx);
+  if (!p) byCtx.set(ctx, (p = backendProfile(ctx.backend, ctx.version, ctx.system.gpu)));
+  return p;
 }
 
 /** Fraction of GPU memory the engine lets weights, activations and KV use. */

@@ -6,7 +6,7 @@ import { isMoeLayer } from '../inputs/params.js';
 import type { MoeQuery, PerfSource } from '../perf/types.js';
 import { computeFlops, peaksOf, type Peaks } from '../perf/sol.js';
 import type { EngineContext, ParallelLayout } from './types.js';
-import { profileOf } from './backends.js';
+import { profileOf, type BackendProfile } from './backends.js';
 
 /** Layers that share one shape are priced once and multiplied by `count`. */
 export interface LayerKind {
@@ -100,7 +100,7 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
   const h = m.hiddenSize;
   const gd: Dtype = ctx.gemmDtype;
   const prof = profileOf(ctx);
-  const qc: QuantCtx = { peaks: peaksOf(perf === ctx.perf ? ctx.system : ctx.decodeSystem ?? ctx.system), asMeasured: prof.kernelAsMeasured, mxfp4ViaFp4Moe: prof.mxfp4ViaFp4Moe };
+  const qc: QuantCtx = { peaks: peaksOf(perf === ctx.perf ? ctx.system : ctx.decodeSystem ?? ctx.system), prof };
   const heads = Math.max(1, Math.ceil(m.numHeads / tp));
   const cross = crossesNode(ctx, tp);
   const arOne = tp > 1 ? perf.allReduce({ dtype: 'bfloat16', gpus: tp, elements: T * h, crossNode: cross }) : 0;
@@ -171,7 +171,7 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
       };
       let experts = moeMs(perf, qc, moeQ);
       // Engines that run MXFP4 experts through their fp4 MoE kernels do so where the GPU has fp4 tensor cores.
-      if (moeQ.dtype === 'mxfp4' && qc.mxfp4ViaFp4Moe && (ctx.system.gpu.tflops.nvfp4 ?? 0) > 0) {
+      if (moeQ.dtype === 'mxfp4' && prof.mxfp4ViaFp4Moe && (ctx.system.gpu.tflops.nvfp4 ?? 0) > 0) {
         experts = Math.min(experts, perf.moe({ ...moeQ, dtype: 'nvfp4' }));
       }
       add(t, 'moe_experts', n * experts);
@@ -202,18 +202,17 @@ const QUANTIZED = new Set<Dtype>(['fp8', 'fp8_block', 'nvfp4', 'int4_wo', 'int8_
  * runs exactly as measured (profile `kernelAsMeasured`) keep the measured time.
  */
 function servedMs(q: QuantCtx, own: number, bf16: () => number, dtype: Dtype, flop: number, weights: number): number {
-  if (!QUANTIZED.has(dtype) || q.asMeasured.includes(dtype)) return own;
+  if (!QUANTIZED.has(dtype) || q.prof.kernelAsMeasured.includes(dtype)) return own;
   const peaks = q.peaks;
   const w = DTYPE_BYTES[dtype];
   if (flop / computeFlops(peaks, dtype) > (w * weights) / peaks.mem) return own;
   return Math.min(own, bf16() - ((2 - w) * weights) / peaks.mem);
 }
 
-/** The step's hardware and the engine's kernel choices for quantized layers. */
+/** The step's hardware and its engine (which kernels it runs for quantized layers). */
 interface QuantCtx {
   peaks: Peaks;
-  asMeasured: readonly Dtype[];
-  mxfp4ViaFp4Moe: boolean;
+  prof: BackendProfile;
 }
 
 function gemmMs(perf: PerfSource, qc: QuantCtx, dtype: Dtype, m: number, n: number, k: number): number {

@@ -80,7 +80,7 @@ export function contextAttentionSol(
   const keys = ramp * prefix + (ramp * ramp) / 2 + (seq - ramp) * window;
   const ops = 2 * batch * heads * headDim * 2 * keys;
   // KV read: every cached and new token, or those within a window of the new ones.
-  const kvTokens = window > 0 ? Math.min(seq + prefix, seq + window) : seq + prefix;
+  const kvTokens = seq + (window > 0 ? Math.min(prefix, window) : prefix);
   const bytes = 2 * batch * (2 * heads * seq * headDim) + dtypeBytes(kvDtype) * batch * 2 * kvHeads * kvTokens * headDim;
   const f = dtype === 'fp8' ? p.flops.fp8 : p.flops.bf16;
   return Math.max(ops / f, bytes / p.mem);
