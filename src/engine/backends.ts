@@ -73,6 +73,13 @@ export interface BackendProfile {
    * only with max_attention_window: its Mistral-7B max-load runs measure full attention.
    */
   uniformWindow: boolean;
+  /**
+   * Whether shared experts run on a second CUDA stream beside the routed experts: in every step of decode size
+   * (vLLM's shared-experts stream), only in steps replayed from a CUDA graph (TRT-LLM's maybe_execute_in_parallel:
+   * a stream switch costs host time when eager), or never (SGLang fuses the shared expert of DeepSeek-style
+   * models into the routed kernel, num_fused_shared_experts, which turns its dual stream off).
+   */
+  sharedExpertsAside: 'always' | 'graph' | 'never';
 }
 
 function range(start: number, end: number, step: number): number[] {
@@ -108,6 +115,7 @@ const BASE: Record<Backend, Omit<BackendProfile, 'version'>> = {
     mxfp4ViaFp4Moe: false,
     kvWindowSavesMemory: true,
     uniformWindow: true,
+    sharedExpertsAside: 'always',
   },
   sglang: {
     backend: 'sglang',
@@ -135,6 +143,7 @@ const BASE: Record<Backend, Omit<BackendProfile, 'version'>> = {
     mxfp4ViaFp4Moe: false,
     kvWindowSavesMemory: true,
     uniformWindow: true,
+    sharedExpertsAside: 'never',
   },
   trtllm: {
     backend: 'trtllm',
@@ -161,6 +170,7 @@ const BASE: Record<Backend, Omit<BackendProfile, 'version'>> = {
     mxfp4ViaFp4Moe: true,
     kvWindowSavesMemory: false,
     uniformWindow: false,
+    sharedExpertsAside: 'graph',
   },
 };
 

@@ -85,6 +85,13 @@ export function crossesNode(ctx: EngineContext, gpus: number): boolean {
 }
 
 /**
+ * Largest step (tokens per rank) whose shared experts hide beside the routed experts: small batches leave the
+ * GPU idle between latency-bound expert kernels; larger ones saturate it and the two add up (vLLM's default
+ * VLLM_SHARED_EXPERTS_STREAM_TOKEN_THRESHOLD).
+ */
+const SHARED_ASIDE_MAX_TOKENS = 256;
+
+/**
  * Price one forward pass of `shape` through all layers (all pipeline stages in sequence).
  * Pipelining credit is the caller's business (it passes the micro-batch).
  */
@@ -106,6 +113,8 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
   const arOne = tp > 1 ? perf.allReduce({ dtype: 'bfloat16', gpus: tp, elements: T * h, crossNode: cross }) : 0;
   const norm = perf.elementwise({ bytes: 2 * T * h * 2 });
   const attnDtype: Dtype = 'bfloat16';
+  const sharedAside = T <= SHARED_ASIDE_MAX_TOKENS && (prof.sharedExpertsAside === 'always'
+    || (prof.sharedExpertsAside === 'graph' && pfB === 0 && dcB <= prof.cudaGraphMaxBatch));
 
   for (const k of layerKinds(m, prof.uniformWindow)) {
     const n = k.count;
@@ -160,10 +169,10 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
     } else if (k.ffn === 'moe' && m.moe) {
       const e = m.moe;
       add(t, 'moe_router', n * perf.gemm({ dtype: 'bfloat16', m: T, n: e.numExperts, k: h }));
+      let shared = 0;
       if (e.sharedExperts > 0) {
         const si = Math.ceil((e.sharedExperts * e.sharedIntermediateSize) / tp);
-        add(t, 'moe_shared', n * gemmMs(perf, qc, gd, T, 2 * si, h));
-        add(t, 'moe_shared', n * gemmMs(perf, qc, gd, T, h, si));
+        shared = gemmMs(perf, qc, gd, T, 2 * si, h) + gemmMs(perf, qc, gd, T, h, si);
       }
       const moeQ: MoeQuery = {
         dtype: ctx.moeDtype, tokens: T * dp, hidden: h, inter: e.expertIntermediateSize, topk: e.topK,
@@ -175,6 +184,8 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
         experts = Math.min(experts, perf.moe({ ...moeQ, dtype: 'nvfp4' }));
       }
       add(t, 'moe_experts', n * experts);
+      // Beside the routed experts on a second stream only the part of the shared experts that outlasts them shows.
+      add(t, 'moe_shared', n * (sharedAside ? Math.max(0, shared - experts) : shared));
       add(t, 'moe_comm', n * moeCommMs(ctx, layout, T, perf));
     }
   }

@@ -43,6 +43,18 @@ describe('step latencies', () => {
     expect(at(mm, 4)).toBeLessThan(2 * at(plain, 4));
     expect(at(mm, 1)).toBe(0);
   });
+  it('shared experts hide beside the routed experts in decode-sized steps on engines that run them on a second stream', () => {
+    const L8 = { tp: 8, pp: 1, dp: 1, moeTp: 8, moeEp: 1 };
+    const at = (backend: 'vllm' | 'sglang' | 'trtllm', version: string, dcBatch: number, pfBatch = 0) =>
+      stepCost(testCtx('deepseek-ai/DeepSeek-V3', { backend, version }), L8, { pfBatch, pfSeq: pfBatch ? 2000 : 0, pfPrefix: 0, dcBatch, dcKv: 2000 }).byOp;
+    // A decode step of 16: the shared expert's time is hidden (vLLM, TRT-LLM graphs), paid on SGLang (fused kernel).
+    expect(at('vllm', '0.12.0', 16).moe_shared ?? 0).toBe(0);
+    expect(at('trtllm', '1.2.0rc5', 16).moe_shared ?? 0).toBe(0);
+    expect(at('sglang', '0.5.6', 16).moe_shared).toBeGreaterThan(0);
+    // Large steps saturate the GPU, and TRT-LLM's eager (prefill-carrying) steps stay on one stream.
+    expect(at('vllm', '0.12.0', 512).moe_shared).toBeGreaterThan(0);
+    expect(at('trtllm', '1.2.0rc5', 16, 1).moe_shared).toBeGreaterThan(0);
+  });
   it('a window on every layer (Mistral v0.1) applies on vLLM; TRT-LLM runs such checkpoints with full attention', () => {
     const decode = { pfBatch: 0, pfSeq: 0, pfPrefix: 0, dcBatch: 16, dcKv: 16000 };
     const attn = (backend: 'vllm' | 'trtllm', version: string, id: string) =>
