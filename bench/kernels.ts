@@ -8,7 +8,7 @@ import type { Backend, Dtype } from '../src/inputs/types.js';
 import { referencePath } from '../src/util/paths.js';
 import { loadPerfSource, tableDir } from '../src/perf/index.js';
 import { listRefTables, readRefTable, REF_FILE_OP, sourceKey } from '../src/perf/reference.js';
-import { loadCalibration } from '../src/perf/calibration.js';
+import { fallbackFp8Gemms, loadCalibration } from '../src/perf/calibration.js';
 import { errorStats, quantile } from '../src/perf/compare.js';
 import { DEEPSEEK_MLA, OP_SPECS } from '../src/perf/tables.js';
 import { peaksOf } from '../src/perf/sol.js';
@@ -58,6 +58,7 @@ function labelOf(op: string, r: Row): string {
     case 'nccl': return `${r.collective} ${r.dtype}${r.role ? ` (${String(r.role)})` : ''}`;
     case 'allreduce': return `${r.dtype}${r.role ? ` (${String(r.role)})` : ''}`;
     case 'moe': return `${r.dtype} ${r.distribution}${r.role ? ` (${String(r.role)} kernel)` : ''}`;
+    case 'gemm': return `${r.dtype}${r.role ? ` (${String(r.role)} kernel)` : ''}`;
     case 'mla': return `${r.phase} ${r.dtype}/${r.kv_dtype}`;
     default: return String(r.dtype ?? '');
   }
@@ -100,8 +101,14 @@ for (const t of tables) {
   // MoE rows of a kernel serving does not run at that size, or of a non-gated FFN, are reported apart (see moeKernelRoles).
   const roles = op === 'moe' ? moeKernelRoles(got.rows) : undefined;
   got.rows.forEach((r, i) => { if (roles && roles[i] !== 'served') r.role = roles[i]!; });
-  // Collectives the fit found routed through host memory (see hostRoutedFrom) are reported apart.
   const source = sourceKey(t);
+  // 8-bit GEMMs timed on a path serving does not take (see fallbackFp8Gemms) are reported apart.
+  if (op === 'gemm') {
+    const cal = loadCalibration(sys.name);
+    const fallback = new Set(cal ? fallbackFp8Gemms(cal, source) : []);
+    for (const r of got.rows) if (fallback.has(r.dtype as string)) r.role = 'fallback';
+  }
+  // Collectives the fit found routed through host memory (see hostRoutedFrom) are reported apart.
   for (const h of loadCalibration(sys.name)?.hostRouted ?? []) {
     if (h.source !== source || h.op !== op) continue;
     for (const r of got.rows) {
@@ -117,7 +124,8 @@ for (const t of tables) {
     l.push([lat, p]);
     if (lat < OP_SPECS[op].sol(peaks, r)) belowSol.set(k, (belowSol.get(k) ?? 0) + 1);
     errs.set(k, l);
-    const pk = t.file.includes('mla_') ? 'mla_module' : op === 'moe' ? `moe (${r.role ? `${String(r.role)} kernel` : String(r.distribution)})` : r.role ? `${op} (${String(r.role)})` : op;
+    const pk = t.file.includes('mla_') ? 'mla_module' : op === 'moe' ? `moe (${r.role ? `${String(r.role)} kernel` : String(r.distribution)})`
+      : op === 'gemm' && r.role ? `gemm (${String(r.role)} kernel)` : r.role ? `${op} (${String(r.role)})` : op;
     poolOf.set(k, pk);
     const pl = pooled.get(pk) ?? [];
     pl.push(Math.abs(((p - lat) / lat) * 100));
@@ -130,8 +138,8 @@ for (const t of tables) {
   }
 }
 /**
- * Ops of the accuracy target; MoE rows of kernels serving does not run (or non-gated FFNs) and collectives of a host
- * that routed GPU traffic through system memory are reported, not targeted.
+ * Ops of the accuracy target; MoE and GEMM rows of kernels serving does not run (or non-gated FFNs) and collectives
+ * of a host that routed GPU traffic through system memory are reported, not targeted.
  */
 function isTargeted(s: Stat): boolean {
   return ['gemm', 'context_attention', 'generation_attention', 'allreduce', 'moe'].includes(s.op) && !/ kernel\)$|\(host-routed\)$/.test(s.pool);

@@ -203,6 +203,47 @@ export function unservedMxfp4(m: OpModel | undefined): boolean {
 /** Models are never changed after loading: each is judged once (resolvedModel asks for every source). */
 const unservedMemo = new WeakMap<OpModel, boolean>();
 
+/** 8-bit GEMM formats whose tensor cores run at twice the 16-bit rate on every GPU that has them. */
+const FP8_GEMMS = ['fp8', 'fp8_block'];
+
+/** Compute-bound GEMM shapes (m, n, k) where an 8-bit kernel shows its tensor cores' 2x over 16-bit. */
+const COMPUTE_BOUND_GEMMS: Row[] = [4096, 8192, 16384].flatMap((m) =>
+  [4096, 8192, 16384].flatMap((n) => [4096, 8192].map((k) => ({ m, n, k } as Row))));
+
+/** An 8-bit GEMM at or above this share of its 16-bit time on compute-bound shapes shows no tensor-core gain. */
+export const FALLBACK_FP8_RATIO = 0.9;
+
+/** Median 8-bit / bf16 latency of one source's GEMM model on compute-bound shapes (undefined without both groups). */
+function fp8Ratio(m: OpModel | undefined, g: string): number | undefined {
+  const q = m?.groups[g], bf = m?.groups.bfloat16;
+  if (!m || !q || !bf) return undefined;
+  let memo = ratioMemo.get(m);
+  if (!memo) ratioMemo.set(m, (memo = new Map()));
+  let v = memo.get(g);
+  if (v === undefined) {
+    // Corrections are log(latency / SOL), and the 8-bit SOL is half the 16-bit one on these shapes.
+    const d = COMPUTE_BOUND_GEMMS.map((r) => FEATURES.gemm.features(r))
+      .map((x) => evalCorrection(m, q, x) - evalCorrection(m, bf, x)).sort((a, b) => a - b);
+    memo.set(g, (v = Math.exp(d[d.length >> 1]!) / 2));
+  }
+  return v;
+}
+
+const ratioMemo = new WeakMap<OpModel, Map<string, number>>();
+
+/**
+ * 8-bit GEMM groups of a source ("<backend>/<version>") that run no faster than its own bf16 GEMM on compute-bound
+ * shapes while another version of the same engine on the same GPU does (vLLM 0.14.0's fp8 and fp8_block on H100 /
+ * H200 measure 0.92-1.26x bf16, vLLM 0.19.0's 0.54-0.77x, other engines 0.55-0.69x): the collector timed a path
+ * that engine's serving does not take, so the tables price that format from the sibling version.
+ */
+export function fallbackFp8Gemms(cal: SystemCalibration, source: string): string[] {
+  const backend = source.slice(0, source.indexOf('/') + 1);
+  const siblings = Object.keys(cal.sources).filter((k) => k !== source && k.startsWith(backend));
+  return FP8_GEMMS.filter((g) => (fp8Ratio(cal.sources[source]?.gemm, g) ?? 0) >= FALLBACK_FP8_RATIO
+    && siblings.some((k) => (fp8Ratio(cal.sources[k]!.gemm, g) ?? 1) < FALLBACK_FP8_RATIO));
+}
+
 /** Sources in the order a (backend, version) borrows from: same backend by version distance, then the others. */
 function borrowOrder(cal: SystemCalibration, backend: string, version: string, op: ModelOp): string[] {
   const keys = Object.keys(cal.sources).filter((k) => cal.sources[k]![op]).sort();
@@ -228,6 +269,7 @@ export function resolvedModel(cal: SystemCalibration, backend: string, version: 
   if (base) {
     const excluded = new Set((cal.excluded ?? []).filter((e) => e.op === op).map((e) => `${e.source}|${e.group}`));
     if (op === 'moe') for (const k of Object.keys(cal.sources)) if (unservedMxfp4(cal.sources[k]!.moe)) excluded.add(`${k}|mxfp4`);
+    if (op === 'gemm') for (const k of Object.keys(cal.sources)) for (const g of fallbackFp8Gemms(cal, k)) excluded.add(`${k}|${g}`);
     const order = [primary!, ...borrowOrder(cal, backend, version, op).filter((k) => k !== primary)]
       .filter((k) => sameLattice(base, cal.sources[k]![op]!));
     const groups: Record<string, GroupModel> = {};

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { findOutlierGroups, loadCalibration, resolvedModel, unservedMxfp4, type SystemCalibration } from '../../src/perf/calibration.js';
+import { fallbackFp8Gemms, findOutlierGroups, loadCalibration, resolvedModel, unservedMxfp4, type SystemCalibration } from '../../src/perf/calibration.js';
 import { servingMoeRows, pickMoeDistribution } from '../../src/perf/aic.js';
 import type { OpModel } from '../../src/perf/model.js';
 import { loadSystem } from '../../src/inputs/systems.js';
@@ -76,5 +76,22 @@ describe('MXFP4 MoE tables measured with a kernel engines do not serve', () => {
     expect(unservedMxfp4(flat(Math.log(12), ['mxfp4']))).toBe(false); // no nvfp4 to compare with
     expect(unservedMxfp4(moe(1.5, 9))).toBe(true);
     expect(unservedMxfp4(moe(1.5, 2))).toBe(false);
+  });
+});
+
+describe('8-bit GEMMs timed on a fallback path', () => {
+  it('are those no faster than their own bf16 GEMM on compute-bound shapes where another version of the engine is, and are priced from it', async () => {
+    const cal = loadCalibration('h200_sxm')!;
+    expect(fallbackFp8Gemms(cal, 'vllm/0.14.0')).toEqual(['fp8', 'fp8_block']);
+    expect(fallbackFp8Gemms(cal, 'vllm/0.19.0')).toEqual([]);
+    expect(fallbackFp8Gemms(cal, 'sglang/0.5.9')).toEqual([]);
+    // No tensor-core gain on B200 either, but no other vLLM version there measured one: kept as measured.
+    expect(fallbackFp8Gemms(loadCalibration('b200_sxm')!, 'vllm/0.19.0')).toEqual([]);
+    const m = resolvedModel(cal, 'vllm', '0.14.0', 'gemm', 'vllm/0.14.0')!;
+    expect(m.groups.fp8).toBe(cal.sources['vllm/0.19.0']!.gemm!.groups.fp8);
+    expect(m.groups.bfloat16).toBe(cal.sources['vllm/0.14.0']!.gemm!.groups.bfloat16);
+    const src = await loadPerfSource({ system: loadSystem('h200_sxm'), backend: 'vllm', version: '0.12.0' });
+    const at = (dtype: 'fp8' | 'bfloat16') => src.gemm({ dtype, m: 8192, n: 8192, k: 8192 });
+    expect(at('fp8')).toBeLessThan(0.75 * at('bfloat16'));
   });
 });
