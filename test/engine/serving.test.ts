@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { estimateAgg, estimateDisagg, isRefusal, kvTransferMs, stepCost, layerKinds } from '../../src/engine/index.js';
+import { balancedEquivalentTokens } from '../../src/engine/ops.js';
 import type { AggEstimate, DisaggEstimate } from '../../src/engine/types.js';
 import { agg, pool, testCtx } from './helpers.js';
 
@@ -42,6 +43,20 @@ describe('step latencies', () => {
     expect(at(mm, 4)).toBeGreaterThan(at(plain, 4));
     expect(at(mm, 4)).toBeLessThan(2 * at(plain, 4));
     expect(at(mm, 1)).toBe(0);
+  });
+  it('randomly routed tokens touch fewer distinct experts than the balanced tables assume', () => {
+    // 32 tokens x top-4 of 128 experts: 81.7 distinct experts, as many as 20.4 tokens routed one copy per expert.
+    expect(balancedEquivalentTokens(32, 4, 128)).toBeCloseTo(20.4, 1);
+    expect(balancedEquivalentTokens(1, 8, 256)).toBe(1);
+    // Rising with the batch, never above it, and converging to it once every expert is busy.
+    let prev = 0;
+    for (const t of [1, 2, 4, 8, 16, 32, 64, 128, 512, 4096]) {
+      const e = balancedEquivalentTokens(t, 8, 256);
+      expect(e).toBeGreaterThan(prev);
+      expect(e).toBeLessThanOrEqual(t);
+      prev = e;
+    }
+    expect(balancedEquivalentTokens(4096, 8, 256) / 4096).toBeCloseTo(1, 6);
   });
   it('shared experts hide beside the routed experts in decode-sized steps on engines that run them on a second stream', () => {
     const L8 = { tp: 8, pp: 1, dp: 1, moeTp: 8, moeEp: 1 };
