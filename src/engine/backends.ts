@@ -80,6 +80,12 @@ export interface BackendProfile {
    * models into the routed kernel, num_fused_shared_experts, which turns its dual stream off).
    */
   sharedExpertsAside: 'always' | 'graph' | 'never';
+  /**
+   * MoE formats whose kernel tables include the routing step (top-k selection over the router logits). The
+   * vLLM and SGLang tables time the expert kernels from precomputed top-k ids (vLLM's MXFP4 layer routes
+   * inside), so the engine adds the selection kernel itself; TRT-LLM's MoE module routes inside ('all').
+   */
+  moeRoutingInTable: Dtype[] | 'all';
 }
 
 function range(start: number, end: number, step: number): number[] {
@@ -116,6 +122,7 @@ const BASE: Record<Backend, Omit<BackendProfile, 'version'>> = {
     kvWindowSavesMemory: true,
     uniformWindow: true,
     sharedExpertsAside: 'always',
+    moeRoutingInTable: ['mxfp4'],
   },
   sglang: {
     backend: 'sglang',
@@ -144,6 +151,7 @@ const BASE: Record<Backend, Omit<BackendProfile, 'version'>> = {
     kvWindowSavesMemory: true,
     uniformWindow: true,
     sharedExpertsAside: 'never',
+    moeRoutingInTable: [],
   },
   trtllm: {
     backend: 'trtllm',
@@ -171,6 +179,7 @@ const BASE: Record<Backend, Omit<BackendProfile, 'version'>> = {
     kvWindowSavesMemory: false,
     uniformWindow: false,
     sharedExpertsAside: 'graph',
+    moeRoutingInTable: 'all',
   },
 };
 

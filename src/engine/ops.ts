@@ -169,6 +169,9 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
     } else if (k.ffn === 'moe' && m.moe) {
       const e = m.moe;
       add(t, 'moe_router', n * perf.gemm({ dtype: 'bfloat16', m: T, n: e.numExperts, k: h }));
+      // Top-k selection over the fp32 router logits, where the expert table starts from chosen experts.
+      const routed = prof.moeRoutingInTable === 'all' || prof.moeRoutingInTable.includes(ctx.moeDtype);
+      if (!routed) add(t, 'moe_router', n * perf.elementwise({ bytes: T * (4 * e.numExperts + 8 * e.topK) }));
       let shared = 0;
       if (e.sharedExperts > 0) {
         const si = Math.ceil((e.sharedExperts * e.sharedIntermediateSize) / tp);

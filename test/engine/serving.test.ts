@@ -44,6 +44,16 @@ describe('step latencies', () => {
     expect(at(mm, 4)).toBeLessThan(2 * at(plain, 4));
     expect(at(mm, 1)).toBe(0);
   });
+  it('adds the top-k selection kernel where the MoE table starts from chosen experts (vLLM, SGLang), not on TRT-LLM', () => {
+    const L = { tp: 4, pp: 1, dp: 1, moeTp: 4, moeEp: 1 };
+    const decode = { pfBatch: 0, pfSeq: 0, pfPrefix: 0, dcBatch: 8, dcKv: 2000 };
+    const router = (backend: 'vllm' | 'trtllm', version: string) =>
+      stepCost(testCtx('Qwen/Qwen3-30B-A3B', { backend, version }), L, decode).byOp.moe_router!;
+    const gate = router('trtllm', '1.2.0rc5');
+    // 48 MoE layers, one launch-bound kernel each (about 3 us).
+    expect(router('vllm', '0.12.0') - gate).toBeGreaterThan(48 * 0.001);
+    expect(router('vllm', '0.12.0') - gate).toBeLessThan(48 * 0.01);
+  });
   it('randomly routed tokens touch fewer distinct experts than the balanced tables assume', () => {
     // 32 tokens x top-4 of 128 experts: 81.7 distinct experts, as many as 20.4 tokens routed one copy per expert.
     expect(balancedEquivalentTokens(32, 4, 128)).toBeCloseTo(20.4, 1);
