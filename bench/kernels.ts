@@ -102,14 +102,14 @@ for (const t of tables) {
   const roles = op === 'moe' ? moeKernelRoles(got.rows) : undefined;
   got.rows.forEach((r, i) => { if (roles && roles[i] !== 'served') r.role = roles[i]!; });
   const source = sourceKey(t);
+  const cal = loadCalibration(sys.name);
   // 8-bit GEMMs timed on a path serving does not take (see fallbackFp8Gemms) are reported apart.
-  if (op === 'gemm') {
-    const cal = loadCalibration(sys.name);
-    const fallback = new Set(cal ? fallbackFp8Gemms(cal, source) : []);
+  if (op === 'gemm' && cal) {
+    const fallback = new Set(fallbackFp8Gemms(cal, source));
     for (const r of got.rows) if (fallback.has(r.dtype as string)) r.role = 'fallback';
   }
   // Collectives the fit found routed through host memory (see hostRoutedFrom) are reported apart.
-  for (const h of loadCalibration(sys.name)?.hostRouted ?? []) {
+  for (const h of cal?.hostRouted ?? []) {
     if (h.source !== source || h.op !== op) continue;
     for (const r of got.rows) {
       if (commGroupKey(r) === h.group && (r.gpus as number) >= h.fromGpus) r.role = 'host-routed';

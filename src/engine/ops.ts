@@ -170,16 +170,17 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
       const e = m.moe;
       add(t, 'moe_router', n * perf.gemm({ dtype: 'bfloat16', m: T, n: e.numExperts, k: h }));
       // Top-k selection over the fp32 router logits, where the expert table starts from chosen experts.
-      const routed = prof.moeRoutingInTable === 'all' || prof.moeRoutingInTable.includes(ctx.moeDtype);
-      if (!routed) add(t, 'moe_router', n * perf.elementwise({ bytes: T * (4 * e.numExperts + 8 * e.topK) }));
+      const tableRoutes = prof.moeRoutingInTable === 'all' || prof.moeRoutingInTable.includes(ctx.moeDtype);
+      if (!tableRoutes) add(t, 'moe_router', n * perf.elementwise({ bytes: T * (4 * e.numExperts + 8 * e.topK) }));
       let shared = 0;
       if (e.sharedExperts > 0) {
         const si = Math.ceil((e.sharedExperts * e.sharedIntermediateSize) / tp);
         shared = gemmMs(perf, qc, gd, T, 2 * si, h) + gemmMs(perf, qc, gd, T, h, si);
       }
       const moeQ: MoeQuery = {
-        dtype: ctx.moeDtype, tokens: balancedEquivalentTokens(T * dp, e.topK, e.numExperts), hidden: h, inter: e.expertIntermediateSize, topk: e.topK,
-        experts: expertSlots(e.numExperts, layout.moeEp), moeTp: layout.moeTp, moeEp: layout.moeEp,
+        dtype: ctx.moeDtype, tokens: balancedEquivalentTokens(T * dp, e.topK, e.numExperts), hidden: h,
+        inter: e.expertIntermediateSize, topk: e.topK, experts: expertSlots(e.numExperts, layout.moeEp),
+        moeTp: layout.moeTp, moeEp: layout.moeEp,
       };
       let experts = moeMs(perf, qc, moeQ);
       // Engines that run MXFP4 experts through their fp4 MoE kernels do so where the GPU has fp4 tensor cores.
@@ -249,7 +250,6 @@ function prefixShare(seq: number, prefix: number): number {
   return (full * full - prefix * prefix) / (full * full);
 }
 
-/** Expert slots of an expert-parallel group: redundant slots fill a width that does not divide the experts. */
 /**
  * Tokens a balanced-routing MoE table must be asked for to touch as many distinct experts as `tokens` routed at
  * random do. The tables were measured with balanced routing: below tokens x topk = experts every routed copy lands
@@ -263,6 +263,7 @@ export function balancedEquivalentTokens(tokens: number, topk: number, experts: 
   return (tokens * distinct) / Math.min(experts, tokens * topk);
 }
 
+/** Expert slots of an expert-parallel group: redundant slots fill a width that does not divide the experts. */
 function expertSlots(experts: number, moeEp: number): number {
   return Math.ceil(experts / moeEp) * moeEp;
 }

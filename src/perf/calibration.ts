@@ -211,7 +211,7 @@ const COMPUTE_BOUND_GEMMS: Row[] = [4096, 8192, 16384].flatMap((m) =>
   [4096, 8192, 16384].flatMap((n) => [4096, 8192].map((k) => ({ m, n, k } as Row))));
 
 /** An 8-bit GEMM at or above this share of its 16-bit time on compute-bound shapes shows no tensor-core gain. */
-export const FALLBACK_FP8_RATIO = 0.9;
+const FALLBACK_FP8_RATIO = 0.9;
 
 /** Median 8-bit / bf16 latency of one source's GEMM model on compute-bound shapes (undefined without both groups). */
 function fp8Ratio(m: OpModel | undefined, g: string): number | undefined {
