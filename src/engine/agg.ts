@@ -53,7 +53,7 @@ export function aggPoint(ctx: EngineContext, cfg: AggConfig, clients: number, me
   const n = Math.max(1, Math.min(clients, cfg.batchSize, runningCapacity(ctx, mem)));
   const kvMid = isl + Math.floor(osl / 2);
   const micro = (x: number) => Math.ceil(x / pp);
-  const host = hostOverheadMs(ctx, micro(n));
+  const host = hostOverheadMs(ctx, cfg, n);
   const tokPerSeq = 1 + spec.draft;
   // The draft head runs one extra layer per draft token.
   const draftCost = 1 + spec.draft / Math.max(1, ctx.model.numLayers);

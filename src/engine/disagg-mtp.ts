@@ -35,7 +35,7 @@ export function rowSpeculation(model: ModelSpec, backend: Backend, plannerConfig
  * and yields 1 + accepted tokens per sequence.
  */
 export function decodeTpotMs(ctx: EngineContext, layout: ParallelLayout, running: number, kv: number, perf?: PerfSource): number {
-  const host = hostOverheadMs(ctx, Math.ceil(running / layout.pp));
+  const host = hostOverheadMs(ctx, layout, running);
   const spec = ctx.speculation;
   if (!spec || spec.draft <= 0) return decodeStepMs(ctx, layout, running, kv, perf) + host;
   const L = ctx.model.numLayers;

@@ -60,7 +60,7 @@ function prefillBatchMs(ctx: EngineContext, p: PoolConfig, g: number): { ms: num
   // Later chunks of one long prompt attend to the earlier ones: price the mean chunk.
   const pfPrefix = rows === 1 && chunks > 1 ? prefix + Math.round(((chunks - 1) / 2) * chunk) : prefix;
   const step = mixedStepMs(ctx, p, { pfBatch: rows, pfSeq: seq, pfPrefix, dcBatch: 0, dcKv: 0 });
-  return { ms: chunks * (step.ms + hostOverheadMs(ctx, rows)), chunks };
+  return { ms: chunks * (step.ms + hostOverheadMs(ctx, p, Math.ceil(g / chunks))), chunks };
 }
 
 /**

@@ -24,10 +24,14 @@ export function cachedStep(ctx: EngineContext, layout: ParallelLayout, shape: St
   return v;
 }
 
-/** Host time of one engine step with `seqs` running sequences, ms (includes a user correction if given). */
-export function hostOverheadMs(ctx: EngineContext, seqs: number): number {
+/**
+ * Host time of one engine step with `running` sequences in the instance, ms (includes a user correction if
+ * given). Each pipeline stage and attention-dp rank runs a scheduler of its own over its share of the sequences.
+ */
+export function hostOverheadMs(ctx: EngineContext, layout: Pick<ParallelLayout, 'pp' | 'dp'>, running: number): number {
   const p = profileOf(ctx);
-  return p.stepOverheadMs + p.perSeqOverheadMs * seqs + (ctx.correction?.stepOverheadMs ?? 0);
+  const perScheduler = Math.ceil(running / (layout.pp * layout.dp));
+  return p.stepOverheadMs + p.perSeqOverheadMs * perScheduler + (ctx.correction?.stepOverheadMs ?? 0);
 }
 
 /**

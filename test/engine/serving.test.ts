@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { estimateAgg, estimateDisagg, isRefusal, kvTransferMs, stepCost, layerKinds } from '../../src/engine/index.js';
 import { balancedEquivalentTokens } from '../../src/engine/ops.js';
+import { hostOverheadMs } from '../../src/engine/steps.js';
 import type { AggEstimate, DisaggEstimate } from '../../src/engine/types.js';
 import { agg, pool, testCtx } from './helpers.js';
 
@@ -53,6 +54,12 @@ describe('step latencies', () => {
     // 48 MoE layers, one launch-bound kernel each (about 3 us).
     expect(router('vllm', '0.12.0') - gate).toBeGreaterThan(48 * 0.001);
     expect(router('vllm', '0.12.0') - gate).toBeLessThan(48 * 0.01);
+  });
+  it('host time per running sequence is paid by each attention-dp rank scheduler over its own share', () => {
+    const ctx = testCtx('deepseek-ai/DeepSeek-V3', { backend: 'sglang', version: '0.5.9' });
+    const one = hostOverheadMs(ctx, { pp: 1, dp: 1 }, 4096);
+    expect(one).toBeGreaterThan(0);
+    expect(hostOverheadMs(ctx, { pp: 1, dp: 64 }, 4096)).toBeCloseTo(one / 64, 9);
   });
   it('randomly routed tokens touch fewer distinct experts than the balanced tables assume', () => {
     // 32 tokens x top-4 of 128 experts: 81.7 distinct experts, as many as 20.4 tokens routed one copy per expert.
