@@ -26,7 +26,8 @@ export function cachedStep(ctx: EngineContext, layout: ParallelLayout, shape: St
 
 /**
  * Host time of one engine step with `running` sequences in the instance, ms (includes a user correction if
- * given). Each pipeline stage and attention-dp rank runs a scheduler of its own over its share of the sequences.
+ * given). Each attention-dp rank runs a scheduler of its own over its share of the sequences, and a pipeline
+ * step carries one micro-batch of them.
  */
 export function hostOverheadMs(ctx: EngineContext, layout: Pick<ParallelLayout, 'pp' | 'dp'>, running: number): number {
   const p = profileOf(ctx);
