@@ -58,7 +58,7 @@ function labelOf(op: string, r: Row): string {
     case 'nccl': return `${r.collective} ${r.dtype}${r.role ? ` (${String(r.role)})` : ''}`;
     case 'allreduce': return `${r.dtype}${r.role ? ` (${String(r.role)})` : ''}`;
     case 'moe': return `${r.dtype} ${r.distribution}${r.role ? ` (${String(r.role)} kernel)` : ''}`;
-    case 'gemm': return `${r.dtype}${r.role ? ` (${String(r.role)} kernel)` : ''}`;
+    case 'gemm': return `${r.dtype}${r.role ? ` (${String(r.role)})` : ''}`;
     case 'mla': return `${r.phase} ${r.dtype}/${r.kv_dtype}`;
     default: return String(r.dtype ?? '');
   }
@@ -106,7 +106,7 @@ for (const t of tables) {
   // 8-bit GEMMs timed on a path serving does not take (see fallbackFp8Gemms) are reported apart.
   if (op === 'gemm' && cal) {
     const fallback = new Set(fallbackFp8Gemms(cal, source));
-    for (const r of got.rows) if (fallback.has(r.dtype as string)) r.role = 'fallback';
+    for (const r of got.rows) if (fallback.has(r.dtype as string)) r.role = 'fallback kernel';
   }
   // Collectives the fit found routed through host memory (see hostRoutedFrom) are reported apart.
   for (const h of cal?.hostRouted ?? []) {
@@ -124,8 +124,7 @@ for (const t of tables) {
     l.push([lat, p]);
     if (lat < OP_SPECS[op].sol(peaks, r)) belowSol.set(k, (belowSol.get(k) ?? 0) + 1);
     errs.set(k, l);
-    const pk = t.file.includes('mla_') ? 'mla_module' : op === 'moe' ? `moe (${r.role ? `${String(r.role)} kernel` : String(r.distribution)})`
-      : op === 'gemm' && r.role ? `gemm (${String(r.role)} kernel)` : r.role ? `${op} (${String(r.role)})` : op;
+    const pk = t.file.includes('mla_') ? 'mla_module' : op === 'moe' ? `moe (${r.role ? `${String(r.role)} kernel` : String(r.distribution)})` : r.role ? `${op} (${String(r.role)})` : op;
     poolOf.set(k, pk);
     const pl = pooled.get(pk) ?? [];
     pl.push(Math.abs(((p - lat) / lat) * 100));

@@ -111,6 +111,8 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
   const heads = Math.max(1, Math.ceil(m.numHeads / tp));
   const cross = crossesNode(ctx, tp);
   const arOne = tp > 1 ? perf.allReduce({ dtype: 'bfloat16', gpus: tp, elements: T * h, crossNode: cross }) : 0;
+  // Q/K norms over all heads: each token's two fp32 partial variances (8 bytes) are summed across the ranks.
+  const arQkNorm = m.qkNormAcrossHeads && tp > 1 ? perf.allReduce({ dtype: 'bfloat16', gpus: tp, elements: 4 * T, crossNode: cross }) : 0;
   const norm = perf.elementwise({ bytes: 2 * T * h * 2 });
   const attnDtype: Dtype = 'bfloat16';
   const sharedAside = T <= SHARED_ASIDE_MAX_TOKENS && (prof.sharedExpertsAside === 'always'
@@ -135,8 +137,7 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
       }
       add(t, 'proj_gemm', n * gemmMs(perf, qc, gd, T, h, heads * m.headDim));
       add(t, 'allreduce', n * arOne);
-      // Q/K norms over all heads: each token's two fp32 partial variances (8 bytes) are summed across the ranks.
-      if (m.qkNormAcrossHeads && tp > 1) add(t, 'allreduce', n * perf.allReduce({ dtype: 'bfloat16', gpus: tp, elements: 4 * T, crossNode: cross }));
+      if (arQkNorm > 0) add(t, 'allreduce', n * arQkNorm);
       add(t, 'norm', n * norm);
     } else if (k.attention === 'mla' && m.mla) {
       // The MLA source prices the whole attention module (down/up projections, attention, output projection).
