@@ -42,7 +42,7 @@ function predict(src: PerfSource, op: string, r: Row): number {
     case 'allreduce': return src.allReduce({ dtype: 'bfloat16', gpus: n('gpus'), elements: n('elements') });
     case 'nccl': return src.nccl(s('collective') as Collective, { dtype: (s('dtype') === 'int8' ? 'fp8' : 'bfloat16') as Dtype, gpus: n('gpus'), elements: n('elements') });
     // The mxfp8-activation MXFP4 kernel is what our `mxfp4` tables represent where it was measured.
-    case 'moe': return src.moe({ dtype: (s('dtype') === 'w4a8_mxfp4_mxfp8' ? 'mxfp4' : s('dtype')) as Dtype, tokens: n('tokens'), hidden: n('hidden'), inter: n('inter'), topk: n('topk'), experts: n('experts'), moeTp: n('moe_tp'), moeEp: n('moe_ep') });
+    case 'moe': return src.moe({ dtype: (s('dtype') === 'w4a8_mxfp4_mxfp8' ? 'mxfp4' : s('dtype')) as Dtype, tokens: n('tokens'), hidden: n('hidden'), inter: n('inter'), topk: n('topk'), experts: n('experts'), moeTp: n('moe_tp'), moeEp: n('moe_ep'), distribution: s('distribution') });
     case 'mla':
       return src.mla({ phase: s('phase') as 'context' | 'generation', batch: n('batch'), seq: n('seq'), heads: n('heads'), kvLoraRank: DEEPSEEK_MLA.kv_lora_rank,
         qkRopeHeadDim: DEEPSEEK_MLA.qk_rope_head_dim, qkNopeHeadDim: DEEPSEEK_MLA.qk_nope_head_dim, vHeadDim: DEEPSEEK_MLA.v_head_dim, qLoraRank: DEEPSEEK_MLA.q_lora_rank,

@@ -4,12 +4,12 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadSystem } from '../src/inputs/systems.js';
 import { dataPath, referencePath } from '../src/util/paths.js';
 import { FEATURES, type ModelOp, type OpModel } from '../src/perf/model.js';
-import { commGroupKey, DEFAULT_FIT, fitGroup, hostRoutedFrom } from '../src/perf/fit.js';
+import { commGroupKey, DEFAULT_FIT, fitGroup, fitMoeRouting, hostRoutedFrom } from '../src/perf/fit.js';
 import { listRefTables, readRefTable, REF_FILE_OP, sourceKey, type RefTable } from '../src/perf/reference.js';
 import { OP_SPECS, type Row } from '../src/perf/tables.js';
 import { dtypeBytes, peaksOf, type Peaks } from '../src/perf/sol.js';
 import { findOutlierGroups, serializeCalibration, type SystemCalibration } from '../src/perf/calibration.js';
-import { moeRowsFor } from '../src/perf/aic.js';
+import { baseMoeDistribution, moeRowsFor } from '../src/perf/aic.js';
 
 const args = process.argv.slice(2);
 const argOf = (name: string): string | undefined => {
@@ -103,6 +103,13 @@ for (const refSystem of systems) {
         return out;
       };
       const model = fitOp(op, peaks, op === 'moe' ? moeRows() : op === 'allreduce' || op === 'nccl' ? commRows() : rows);
+      // MoE: how the other routings the reference measured change each group's latency.
+      if (op === 'moe') {
+        const every = moeRowsFor(rows, (role) => role !== 'nongated', true);
+        const base = baseMoeDistribution(rows)!;
+        if (base !== 'balanced') for (const gm of Object.values(model.groups)) gm.distribution = base;
+        for (const [g, routing] of fitMoeRouting(every, base)) if (model.groups[g]) model.groups[g]!.routing = routing;
+      }
       console.error(`${sys.name} ${src} ${op}: ${rows.length} rows, ${Object.keys(model.groups).length} groups, ${Date.now() - t0} ms`);
       if (src.startsWith('nccl/')) cal.nccl = { version: src.slice(5), model };
       else (cal.sources[src] ??= {})[op] = model;

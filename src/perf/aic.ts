@@ -39,8 +39,8 @@ export function servingMoeRows(rows: Row[]): Row[] {
  * MoE rows as serving runs them: one routing distribution (pickMoeDistribution), the MXFP4 kernel engines run
  * (servingMoeRows), and of the rest the kernel roles `keep` accepts (see moeKernelRoles).
  */
-export function moeRowsFor(rows: Row[], keep: (role: MoeKernelRole) => boolean): Row[] {
-  const r = servingMoeRows(pickMoeDistribution(rows));
+export function moeRowsFor(rows: Row[], keep: (role: MoeKernelRole) => boolean, everyRouting = false): Row[] {
+  const r = servingMoeRows(everyRouting ? rows : pickMoeDistribution(rows));
   const roles = moeKernelRoles(r);
   return r.filter((_, i) => keep(roles[i]!));
 }
@@ -50,9 +50,14 @@ export function moeRowsFor(rows: Row[], keep: (role: MoeKernelRole) => boolean):
  * tokens close to uniformly), else power_law_1.01, else whatever exists.
  */
 export function pickMoeDistribution(rows: Row[]): Row[] {
-  const have = new Set(rows.map((r) => r.distribution));
-  const want = have.has('balanced') ? 'balanced' : have.has('power_law_1.01') ? 'power_law_1.01' : [...have].sort()[0];
+  const want = baseMoeDistribution(rows);
   return rows.filter((r) => r.distribution === want);
+}
+
+/** The routing an MoE table's groups are fitted on (see pickMoeDistribution). */
+export function baseMoeDistribution(rows: Row[]): string | undefined {
+  const have = new Set(rows.map((r) => String(r.distribution)));
+  return have.has('balanced') ? 'balanced' : have.has('power_law_1.01') ? 'power_law_1.01' : [...have].sort()[0];
 }
 
 export async function loadAicTables(sysDir: string, system: SystemSpec, backend: Backend, version: string): Promise<{ version: string; tables: Map<OpName, OpTable> }> {
@@ -85,7 +90,7 @@ export async function loadAicTables(sysDir: string, system: SystemSpec, backend:
       }
   }
   for (const [op, rows0] of rowsByOp) {
-    const rows = op === 'moe' ? moeRowsFor(rows0, (role) => role === 'served') : rows0;
+    const rows = op === 'moe' ? moeRowsFor(rows0, (role) => role === 'served', true) : rows0;
     if (rows.length) tables.set(op, OpTable.fromRows(OP_SPECS[op], peaks, rows));
   }
   return { version: chosen, tables };

@@ -2,7 +2,7 @@
 // format. Pure and deterministic: the same specs and coefficients give byte-identical files.
 import { stringify as stringifyYaml } from 'yaml';
 import type { Backend, SystemSpec } from '../inputs/types.js';
-import { borrowedGroups, loadCalibration, modelLatency, pickSource, resolvedModel, type SystemCalibration } from './calibration.js';
+import { borrowedGroups, groupFor, loadCalibration, modelLatency, pickSource, resolvedModel, routingsOf, type SystemCalibration } from './calibration.js';
 import type { ModelOp, OpModel } from './model.js';
 import type { Collective } from './types.js';
 import { FREE_AXES } from './grid.js';
@@ -229,15 +229,21 @@ export function synthesize(sys: SystemSpec, backend: Backend, version: string, c
   }
   // MoE expert compute
   {
-    const f = latencyFn('moe', model('moe'));
+    const m = model('moe');
+    const f = latencyFn('moe', m);
     const rows: Row[] = [];
     const dtypes = ['bfloat16', ...(fp8 ? ['fp8', 'fp8_block'] : []), ...(sys.gpu.tflops.nvfp4 ? ['nvfp4'] : [])];
     for (const [hidden, inter, topk, experts] of MOE_SHAPES)
-      for (const dtype of hidden === 2880 ? [...dtypes, 'mxfp4'] : dtypes)
-        for (const [tp, ep] of GRID.moeParallel) {
-          if (ep > experts || inter % tp !== 0) continue;
-          rows.push(...denseRows('moe', peaks, { dtype, hidden, inter, topk, experts, moe_tp: tp, moe_ep: ep }, [{ col: 'tokens', values: GRID.moeTokens }], f));
-        }
+      for (const dtype of hidden === 2880 ? [...dtypes, 'mxfp4'] : dtypes) {
+        // Every routing the dtype's group prices (its large-batch kernel's group; see routingsOf).
+        const g = m && groupFor('moe', m, { dtype, tokens: GRID.moeTokens.at(-1)!, hidden, inter, topk, experts, moe_tp: 1, moe_ep: 1 });
+        for (const distribution of g ? routingsOf(g) : ['balanced'])
+          for (const [tp, ep] of GRID.moeParallel) {
+            if (ep > experts || inter % tp !== 0) continue;
+            const key = { dtype, distribution, hidden, inter, topk, experts, moe_tp: tp, moe_ep: ep };
+            rows.push(...denseRows('moe', peaks, key, [{ col: 'tokens', values: GRID.moeTokens }], f));
+          }
+      }
     files['moe.csv'] = toCsv(OP_SPECS.moe, rows);
   }
   // MLA modules (DeepSeek-V3 shapes)

@@ -1,7 +1,7 @@
 // Calibration files (data/calibration/<system>.json): fitted op-model coefficients per reference source.
 import { existsSync, readFileSync } from 'node:fs';
 import { dataPath } from '../util/paths.js';
-import { FEATURES, LOW_LATENCY, MOE_MIN_LATENCY_TOKENS, evalCorrection, type GroupModel, type ModelOp, type OpModel } from './model.js';
+import { FEATURES, LOW_LATENCY, MOE_MIN_LATENCY_TOKENS, MOE_ROUTING, evalCorrection, type GroupModel, type ModelOp, type OpModel } from './model.js';
 import { DTYPE_FALLBACK, OP_SPECS, type Row } from './tables.js';
 
 export interface SystemCalibration {
@@ -73,10 +73,11 @@ export function decodeSurface(s: string): number[] {
 type Stored = Omit<SystemCalibration, 'sources'> & { sources: Record<string, Record<string, OpModel>> };
 
 function mapModels(cal: Stored, f: (surface: unknown) => unknown): SystemCalibration {
-  const conv = (m: OpModel): OpModel => ({
-    ...m,
-    groups: Object.fromEntries(Object.entries(m.groups).map(([g, gm]) => [g, { ...gm, surfaces: gm.surfaces.map(f) as number[][] }])),
-  });
+  const convGroups = (gs: Record<string, GroupModel>): Record<string, GroupModel> =>
+    Object.fromEntries(Object.entries(gs).map(([g, gm]) => [g, {
+      ...gm, surfaces: gm.surfaces.map(f) as number[][], ...(gm.routing ? { routing: convGroups(gm.routing) } : {}),
+    }]));
+  const conv = (m: OpModel): OpModel => ({ ...m, groups: convGroups(m.groups) });
   return {
     ...cal,
     sources: Object.fromEntries(Object.entries(cal.sources).map(([k, ops]) => [k, Object.fromEntries(Object.entries(ops).map(([op, m]) => [op, conv(m)]))])),
@@ -421,5 +422,22 @@ export function clampToBox(op: ModelOp, g: GroupModel, r: Row): Row {
 export function modelLatency(op: ModelOp, m: OpModel, r: Row, solMs: number): number | undefined {
   const g = groupFor(op, m, r);
   if (!g) return undefined;
-  return solMs * Math.exp(evalCorrection(m, g, FEATURES[op].features(clampToBox(op, g, r))));
+  const x = clampToBox(op, g, r);
+  const skew = op === 'moe' && r.distribution !== undefined ? routingCorrection(m, g, x, String(r.distribution)) : 0;
+  if (skew === undefined) return undefined;
+  return solMs * Math.exp(evalCorrection(m, g, FEATURES[op].features(x)) + skew);
+}
+
+/** The routings an MoE group prices: its own rows' and those it has a routing model for. */
+export function routingsOf(g: GroupModel): string[] {
+  return [g.distribution ?? 'balanced', ...Object.keys(g.routing ?? {}).sort()];
+}
+
+/** ln(latency under `distribution` / latency under the group's own routing); undefined when not modelled. */
+function routingCorrection(m: OpModel, g: GroupModel, r: Row, distribution: string): number | undefined {
+  if (distribution === (g.distribution ?? 'balanced')) return 0;
+  // A low-latency kernel group measured under one routing only takes its dtype's main group's routing model.
+  const rm = g.routing?.[distribution] ?? m.groups[FEATURES.moe.group(r)]?.routing?.[distribution];
+  if (!rm) return undefined;
+  return evalCorrection({ ...m, lo: MOE_ROUTING.lo, hi: MOE_ROUTING.hi }, rm, MOE_ROUTING.features(r));
 }

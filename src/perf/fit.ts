@@ -1,6 +1,6 @@
 // Least-squares fit of the op model's correction surfaces (ln latency - ln SOL) with a smoothness penalty,
 // solved by conjugate gradients on the normal equations. Deterministic: fixed order, fixed iteration count.
-import { latticePos, MOE_MIN_LATENCY_TOKENS, pairsOf, type FeatureDef, type GroupModel } from './model.js';
+import { FEATURES, latticePos, MOE_MIN_LATENCY_TOKENS, MOE_ROUTING, pairsOf, type FeatureDef, type GroupModel } from './model.js';
 import type { Row } from './tables.js';
 import { ringBytesPerByte } from './sol.js';
 
@@ -149,6 +149,39 @@ function dot(a: Float64Array, b: Float64Array): number {
   return s;
 }
 
+/** Fields that name one measured MoE shape and kernel, routing aside. */
+const MOE_SHAPE_COLS = ['dtype', 'hidden', 'inter', 'topk', 'experts', 'moe_tp', 'moe_ep', 'tokens', 'kernel'];
+
+/**
+ * Routing models of the MoE groups: for each group (FEATURES.moe) and each routing other than `base` measured on
+ * the same shapes, ln(latency / latency under `base`) fitted on the MOE_ROUTING lattice. `rows`: every routing.
+ */
+export function fitMoeRouting(rows: Row[], base: string): Map<string, Record<string, GroupModel>> {
+  const key = (r: Row): string => MOE_SHAPE_COLS.map((c) => String(r[c])).join('|');
+  const baseMs = new Map<string, number>();
+  for (const r of rows) if (r.distribution === base) baseMs.set(key(r), r.latency_ms as number);
+  const byGroup = new Map<string, { xs: number[][]; ys: number[] }>();
+  for (const r of rows) {
+    const b = baseMs.get(key(r));
+    if (r.distribution === base || b === undefined || !(b > 0) || !((r.latency_ms as number) > 0)) continue;
+    const k = `${FEATURES.moe.group(r)} ${String(r.distribution)}`;
+    let e = byGroup.get(k);
+    if (!e) byGroup.set(k, (e = { xs: [], ys: [] }));
+    e.xs.push(MOE_ROUTING.features(r));
+    e.ys.push(Math.log((r.latency_ms as number) / b));
+  }
+  const out = new Map<string, Record<string, GroupModel>>();
+  for (const k of [...byGroup.keys()].sort()) {
+    const e = byGroup.get(k)!;
+    if (e.xs.length < 8) continue;
+    const [g, dist] = k.split(' ') as [string, string];
+    const m = out.get(g) ?? {};
+    m[dist] = fitGroup(MOE_ROUTING, e.xs, e.ys);
+    out.set(g, m);
+  }
+  return out;
+}
+
 /** What a reference MoE row measured, relative to what serving runs (see moeKernelRoles). */
 export type MoeKernelRole = 'served' | 'unserved' | 'nongated';
 
@@ -159,7 +192,7 @@ export type MoeKernelRole = 'served' | 'unserved' | 'nongated';
  * row at that size is not what serving runs.
  */
 export function moeKernelRoles(rows: Row[]): MoeKernelRole[] {
-  const keyOf = (r: Row): string => ['dtype', 'hidden', 'inter', 'topk', 'experts', 'moe_tp', 'moe_ep', 'tokens', 'distribution'].map((c) => String(r[c])).join('|');
+  const keyOf = (r: Row): string => [...MOE_SHAPE_COLS.slice(0, -1), 'distribution'].map((c) => String(r[c])).join('|');
   const paired = new Map<string, number>();
   for (const r of rows) {
     const k = String(r.kernel ?? '');

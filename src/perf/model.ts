@@ -81,6 +81,25 @@ export const FEATURES: Record<ModelOp, FeatureDef> = {
   },
 };
 
+/** Expert routings the reference MoE tables measure: every token copy on an expert of its own, or power-law skew. */
+export const MOE_DISTRIBUTIONS = ['balanced', 'power_law_1.01', 'power_law_1.2'] as const;
+
+/**
+ * How routing skew changes an expert layer's latency, relative to the routing its group was fitted on: tokens and
+ * tokens per expert (every second octave), the expert FFN slice and the experts per GPU. Skew activates fewer
+ * distinct experts (less weight traffic) but piles tokens onto the hot ones (and onto the GPU holding them), so
+ * the ratio falls below 1 for small batches and rises well above it for large ones.
+ */
+export const MOE_ROUTING: FeatureDef = {
+  names: ['log2_tokens/2', 'log2_inter_per_tp', 'log2_experts_per_ep', 'log2_tokens_per_expert/2'],
+  lo: [0, 5, 0, -3], hi: [8, 14, 9, 6],
+  group: (r) => FEATURES.moe.group(r),
+  features: (r) => {
+    const f = FEATURES.moe.features(r);
+    return [f[0]! / 2, f[2]!, f[3]!, f[4]! / 2];
+  },
+};
+
 /** Calibration of one op group: bilinear surfaces on all feature pairs (or one curve for one feature). */
 export interface GroupModel {
   /** Rows it was fitted on. */
@@ -98,6 +117,10 @@ export interface GroupModel {
    * efficiency of the nearest measured shape (roofline transfer) instead of extrapolating its surfaces.
    */
   box?: number[];
+  /** MoE: the routing of the group's own rows when the reference measured no balanced routing. */
+  distribution?: string;
+  /** MoE: ln(latency under another routing / latency under the group's own), per routing (MOE_ROUTING lattice). */
+  routing?: Record<string, GroupModel>;
 }
 
 export interface OpModel {

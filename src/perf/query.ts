@@ -2,6 +2,7 @@
 import { loadSystem, resolveEngine } from '../inputs/systems.js';
 import type { Backend, Dtype } from '../inputs/types.js';
 import { loadPerfSource } from './index.js';
+import { MOE_DISTRIBUTIONS } from './model.js';
 import { DEEPSEEK_MLA } from './tables.js';
 import type { Collective, MlaPhase, PerfSource } from './types.js';
 
@@ -29,6 +30,14 @@ function needStr(o: Obj, f: string, dflt?: string): string {
   const v = o[f] ?? dflt;
   if (typeof v !== 'string' || v === '') throw new Error(`field "${f}" must be a string`);
   return v;
+}
+
+/** The routing a moe query names (optional; see MoeQuery.distribution). */
+function moeDistribution(o: Obj): string | undefined {
+  if (o.distribution === undefined) return undefined;
+  const d = needStr(o, 'distribution');
+  if (!(MOE_DISTRIBUTIONS as readonly string[]).includes(d)) throw new Error(`field "distribution" must be one of ${MOE_DISTRIBUTIONS.join(', ')}`);
+  return d;
 }
 
 function answer(src: PerfSource, o: Obj): number {
@@ -60,7 +69,7 @@ function answer(src: PerfSource, o: Obj): number {
     case 'moe':
       return src.moe({
         dtype: needStr(o, 'dtype', 'bfloat16') as Dtype, tokens: need(o, 'tokens'), hidden: need(o, 'hidden'), inter: need(o, 'inter'), topk: need(o, 'topk'),
-        experts: need(o, 'experts'), moeTp: opt(o, 'moe_tp', 1), moeEp: opt(o, 'moe_ep', 1),
+        experts: need(o, 'experts'), moeTp: opt(o, 'moe_tp', 1), moeEp: opt(o, 'moe_ep', 1), distribution: moeDistribution(o),
       });
     case 'mla': {
       // A DeepSeek-style attention module (projections + attention); dimensions default to DeepSeek-V3's.

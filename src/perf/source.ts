@@ -2,6 +2,7 @@
 // with a fallback source for ops or dtypes the tables lack.
 import type { SystemSpec } from '../inputs/types.js';
 import { OpTable } from './grid.js';
+import { MOE_DISTRIBUTIONS } from './model.js';
 import { GemmFast } from './gemm-fast.js';
 import * as sol from './sol.js';
 import { DTYPE_FALLBACK, OP_SPECS, type OpName, type Row } from './tables.js';
@@ -166,7 +167,11 @@ export class TablePerfSource implements PerfSource {
 
   moe(q: MoeQuery): number {
     const r: Row = { dtype: q.dtype, tokens: q.tokens, hidden: q.hidden, inter: q.inter, topk: q.topk, experts: q.experts, moe_tp: q.moeTp, moe_ep: q.moeEp };
-    return this.lookup('moe', r, 'dtype') ?? this.fb().moe(q);
+    for (const distribution of q.distribution ? [q.distribution] : MOE_DISTRIBUTIONS) {
+      const v = this.lookup('moe', { ...r, distribution }, 'dtype');
+      if (v !== undefined) return v;
+    }
+    return this.fb().moe(q);
   }
 
   mla(q: MlaQuery): number {

@@ -40,6 +40,8 @@ export interface OpSpec {
   keyCols: readonly string[];
   /** Numeric axes of each grid, interpolated in log2 space. */
   axisCols: readonly string[];
+  /** Columns a file may leave out, with the value they then take (tables written before the column existed). */
+  defaults?: Readonly<Record<string, string>>;
   /** Speed of light of a row (ms). */
   sol(p: Peaks, r: Row): number;
 }
@@ -75,8 +77,10 @@ export const OP_SPECS: Record<OpName, OpSpec> = {
     sol: (p, r) => sol.collectiveSol(p, s(r, 'collective') as Collective, s(r, 'dtype'), n(r, 'gpus'), n(r, 'elements')),
   },
   moe: {
-    op: 'moe', file: 'moe.csv', columns: ['dtype', 'tokens', 'hidden', 'inter', 'topk', 'experts', 'moe_tp', 'moe_ep'], stringCols: ['dtype'],
-    keyCols: ['dtype', 'hidden', 'inter', 'topk', 'experts', 'moe_tp', 'moe_ep'], axisCols: ['tokens'],
+    // distribution: the expert routing (balanced, power_law_1.01, power_law_1.2; see MOE_DISTRIBUTIONS).
+    op: 'moe', file: 'moe.csv', columns: ['dtype', 'distribution', 'tokens', 'hidden', 'inter', 'topk', 'experts', 'moe_tp', 'moe_ep'],
+    stringCols: ['dtype', 'distribution'], keyCols: ['dtype', 'distribution', 'hidden', 'inter', 'topk', 'experts', 'moe_tp', 'moe_ep'], axisCols: ['tokens'],
+    defaults: { distribution: 'balanced' },
     sol: (p, r) => sol.moeSol(p, s(r, 'dtype'), n(r, 'tokens'), n(r, 'hidden'), n(r, 'inter'), n(r, 'topk'), n(r, 'experts'), n(r, 'moe_tp'), n(r, 'moe_ep')),
   },
   mla: {
@@ -113,7 +117,7 @@ export function parseCsv(spec: OpSpec, text: string, where: string): Row[] {
   const header = (lines[0] ?? '').split(',').map((h) => h.trim());
   const want = [...spec.columns, 'latency_ms'];
   const idx = want.map((c) => header.indexOf(c));
-  const missing = want.filter((_, i) => idx[i]! < 0);
+  const missing = want.filter((c, i) => idx[i]! < 0 && spec.defaults?.[c] === undefined);
   if (missing.length) throw new Error(`${where}: missing column(s) ${missing.join(', ')}; expected ${want.join(',')}`);
   const isStr = want.map((c) => spec.stringCols.includes(c));
   const rows: Row[] = [];
@@ -123,7 +127,7 @@ export function parseCsv(spec: OpSpec, text: string, where: string): Row[] {
     const f = line.split(',');
     const r: Row = {};
     for (let i = 0; i < want.length; i++) {
-      const v = f[idx[i]!];
+      const v = idx[i]! < 0 ? spec.defaults![want[i]!] : f[idx[i]!];
       if (v === undefined) throw new Error(`${where}:${li + 1}: expected ${want.length} fields`);
       if (isStr[i]) r[want[i]!] = v.trim();
       else {

@@ -52,6 +52,11 @@ export interface MoeQuery {
   experts: number; // total routed experts
   moeTp: number;
   moeEp: number;
+  /**
+   * Expert routing (MOE_DISTRIBUTIONS). Unset: balanced where the tables have it, else the routing they hold
+   * (the engine prices routing itself, see balancedEquivalentTokens).
+   */
+  distribution?: string;
 }
 
 export type MlaPhase = 'context' | 'generation';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fitGroup, hostRoutedFrom, moeKernelRoles } from '../../src/perf/fit.js';
+import { fitGroup, fitMoeRouting, hostRoutedFrom, moeKernelRoles } from '../../src/perf/fit.js';
 import type { Row } from '../../src/perf/tables.js';
 import { evalCorrection, FEATURES, LOW_LATENCY, MOE_MIN_LATENCY_TOKENS, type GroupModel, type OpModel } from '../../src/perf/model.js';
 import { clampToBox, groupFor, decodeSurface, encodeSurface, modelLatency, pickSource, versionKey, type SystemCalibration } from '../../src/perf/calibration.js';
@@ -53,6 +53,28 @@ describe('op-model fit', () => {
     expect(groupFor('moe', m, row('', MOE_MIN_LATENCY_TOKENS))).toBe(low);
     expect(groupFor('moe', m, row('', MOE_MIN_LATENCY_TOKENS + 1))).toBe(cutlass);
     expect(groupFor('moe', m, { ...row('', 16), inter: 14336 })).toBe(cutlass);
+  });
+
+  it('fits how a skewed expert routing changes latency, relative to the rows of the group\'s own routing', () => {
+    // Skew halves the latency of small batches (fewer distinct experts) and doubles it for large ones (hot experts).
+    const rows: Row[] = [];
+    const ratio = (tokens: number): number => (tokens <= 64 ? 0.5 : 2);
+    for (const tokens of [1, 4, 16, 64, 256, 1024, 4096, 16384])
+      for (const moe_ep of [1, 2, 4, 8])
+        for (const distribution of ['balanced', 'power_law_1.2']) {
+          const latency_ms = tokens / 1000 + 0.05;
+          rows.push({ dtype: 'fp8', hidden: 4096, inter: 1536, topk: 8, experts: 128, moe_tp: 1, moe_ep, tokens, distribution, kernel: 'k',
+            latency_ms: distribution === 'balanced' ? latency_ms : latency_ms * ratio(tokens) });
+        }
+    const routing = fitMoeRouting(rows, 'balanced').get('fp8')!;
+    expect(Object.keys(routing)).toEqual(['power_law_1.2']);
+    const base: GroupModel = { rows: 1, surfaces: FEATURES.moe.lo.flatMap((_, i) => FEATURES.moe.lo.slice(i + 1).map(() => [0])), lo: FEATURES.moe.lo.map(() => 0), hi: FEATURES.moe.lo.map(() => 0), routing };
+    const m: OpModel = { features: FEATURES.moe.names, lo: FEATURES.moe.lo, hi: FEATURES.moe.hi, scale: 0.002, groups: { fp8: base } };
+    const at = (tokens: number, distribution?: string) => modelLatency('moe', m, { ...rows[0]!, tokens, moe_ep: 4, distribution }, 1);
+    expect(at(4, 'power_law_1.2')! / at(4, 'balanced')!).toBeCloseTo(0.5, 1);
+    expect(at(4096, 'power_law_1.2')! / at(4096)!).toBeCloseTo(2, 1);
+    // A routing the group has no model for is not priced (the tables leave it out).
+    expect(at(4096, 'power_law_1.01')).toBeUndefined();
   });
 
   it('stores surfaces compactly and losslessly', () => {

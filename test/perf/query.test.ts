@@ -26,6 +26,21 @@ describe('perf query', () => {
   });
 });
 
+describe('perf query, expert routing', () => {
+  it('prices a skewed routing apart from the balanced one and names an unknown routing', async () => {
+    const q = (o: Record<string, unknown>) => JSON.stringify({ system: 'h200_sxm', backend: 'vllm', version: '0.19.0', op: 'moe', dtype: 'fp8_block',
+      hidden: 7168, inter: 2048, topk: 8, experts: 256, moe_tp: 1, moe_ep: 8, ...o });
+    const out = (await answerLines([
+      q({ tokens: 8192 }), q({ tokens: 8192, distribution: 'balanced' }), q({ tokens: 8192, distribution: 'power_law_1.2' }), q({ tokens: 8192, distribution: 'zipf' }),
+    ])).map((l) => JSON.parse(l) as Record<string, unknown>);
+    const ms = out.map((o) => o.latency_ms as number);
+    expect(ms[0]).toBe(ms[1]);
+    // Skewed routing piles a large batch onto the hot experts (and the GPU holding them): slower than balanced.
+    expect(ms[2]).toBeGreaterThan(ms[1]! * 1.2);
+    expect(String(out[3]!.error)).toMatch(/field "distribution" must be one of balanced, power_law_1.01, power_law_1.2/);
+  });
+});
+
 describe('perf query, DeepSeek-style attention modules', () => {
   it('prices an MLA module with DeepSeek-V3 dimensions by default, more work costing more, and names a bad phase', async () => {
     const q = (o: Record<string, unknown>) => JSON.stringify({ system: 'h200_sxm', backend: 'trtllm', op: 'mla', dtype: 'fp8_block', kv_dtype: 'fp8', ...o });

@@ -38,4 +38,20 @@ describe.skipIf(!existsSync(REF))('against the reference kernel tables', () => {
     const errs = rows.map((r) => Math.abs(src.gemm({ dtype: r.dtype as 'bfloat16', m: r.m as number, n: r.n as number, k: r.k as number }) / (r.latency_ms as number) - 1)).sort((a, b) => a - b);
     expect(errs[Math.floor(errs.length / 2)]!).toBeLessThan(0.15);
   });
+
+  it('synthesized MoE tables track measured H200 vLLM rows under each routing (median under 10%, p90 under 25%)', async () => {
+    const sys = loadSystem('h200_sxm');
+    const src = await loadPerfSource({ system: sys, backend: 'vllm', version: '0.19.0' });
+    const t = listRefTables(REF).find((x) => x.system === 'h200_sxm' && x.framework === 'vllm' && x.version === '0.19.0' && x.file === 'moe_perf.parquet')!;
+    const rows = (await readRefTable(t))!.rows.filter((r, i) => i % 17 === 0 && r.dtype === 'fp8_block');
+    for (const distribution of ['balanced', 'power_law_1.01', 'power_law_1.2']) {
+      const errs = rows.filter((r) => r.distribution === distribution).map((r) => Math.abs(src.moe({
+        dtype: 'fp8_block', tokens: r.tokens as number, hidden: r.hidden as number, inter: r.inter as number, topk: r.topk as number,
+        experts: r.experts as number, moeTp: r.moe_tp as number, moeEp: r.moe_ep as number, distribution,
+      }) / (r.latency_ms as number) - 1)).sort((a, b) => a - b);
+      expect(errs.length, distribution).toBeGreaterThan(50);
+      expect(errs[Math.floor(errs.length / 2)]!, distribution).toBeLessThan(0.1);
+      expect(errs[Math.floor(errs.length * 0.9)]!, distribution).toBeLessThan(0.25);
+    }
+  });
 });
