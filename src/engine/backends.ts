@@ -86,6 +86,13 @@ export interface BackendProfile {
    * inside), so the engine adds the selection kernel itself; TRT-LLM's MoE module routes inside ('all').
    */
   moeRoutingInTable: Dtype[] | 'all';
+  /**
+   * Whether the rotary embedding, KV-cache write, post-attention norm and Q/K norms run as kernels of their own
+   * beside the attention kernel the tables time (vLLM: decode measured 5-17 us per layer slower than priced on
+   * Llama, 15-26 us on Qwen3 with its two Q/K norms). TRT-LLM fuses them into its attention and all-reduce
+   * kernels; SGLang's runs show no such gap.
+   */
+  attentionKernelsApart: boolean;
 }
 
 function range(start: number, end: number, step: number): number[] {
@@ -123,6 +130,7 @@ const BASE: Record<Backend, Omit<BackendProfile, 'version'>> = {
     uniformWindow: true,
     sharedExpertsAside: 'always',
     moeRoutingInTable: ['mxfp4'],
+    attentionKernelsApart: true,
   },
   sglang: {
     backend: 'sglang',
@@ -152,6 +160,7 @@ const BASE: Record<Backend, Omit<BackendProfile, 'version'>> = {
     uniformWindow: true,
     sharedExpertsAside: 'never',
     moeRoutingInTable: [],
+    attentionKernelsApart: false,
   },
   trtllm: {
     backend: 'trtllm',
@@ -180,6 +189,7 @@ const BASE: Record<Backend, Omit<BackendProfile, 'version'>> = {
     uniformWindow: false,
     sharedExpertsAside: 'graph',
     moeRoutingInTable: 'all',
+    attentionKernelsApart: false,
   },
 };
 

@@ -92,6 +92,20 @@ export function crossesNode(ctx: EngineContext, gpus: number): boolean {
 const SHARED_ASIDE_MAX_TOKENS = 256;
 
 /**
+ * Memory-bound kernels an engine runs on their own around each attention (profile attentionKernelsApart): the
+ * rotary embedding of Q and K, the KV-cache write, the post-attention norm and the model's Q/K norms. At decode
+ * sizes each costs a launch, which is what they add up to.
+ */
+function kernelsBesideAttention(m: ModelSpec, perf: PerfSource, T: number, heads: number, kvh: number): number {
+  const bytes = (headsTouched: number): number => 4 * T * headsTouched * m.headDim; // bf16 read + write
+  let ms = perf.elementwise({ bytes: bytes(heads + kvh) }) // rotary embedding
+    + perf.elementwise({ bytes: bytes(2 * kvh) }) // K and V into the cache
+    + perf.elementwise({ bytes: 2 * T * m.hiddenSize * 2 }); // post-attention norm
+  if (m.qkNorm) ms += perf.elementwise({ bytes: bytes(heads) }) + perf.elementwise({ bytes: bytes(kvh) });
+  return ms;
+}
+
+/**
  * Price one forward pass of `shape` through all layers (all pipeline stages in sequence).
  * Pipelining credit is the caller's business (it passes the micro-batch).
  */
@@ -112,7 +126,7 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
   const cross = crossesNode(ctx, tp);
   const arOne = tp > 1 ? perf.allReduce({ dtype: 'bfloat16', gpus: tp, elements: T * h, crossNode: cross }) : 0;
   // Q/K norms over all heads: each token's two fp32 partial variances (8 bytes) are summed across the ranks.
-  const arQkNorm = m.qkNormAcrossHeads && tp > 1 ? perf.allReduce({ dtype: 'bfloat16', gpus: tp, elements: 4 * T, crossNode: cross }) : 0;
+  const arQkNorm = m.qkNorm === 'across_heads' && tp > 1 ? perf.allReduce({ dtype: 'bfloat16', gpus: tp, elements: 4 * T, crossNode: cross }) : 0;
   const norm = perf.elementwise({ bytes: 2 * T * h * 2 });
   const attnDtype: Dtype = 'bfloat16';
   const sharedAside = T <= SHARED_ASIDE_MAX_TOKENS && (prof.sharedExpertsAside === 'always'
@@ -136,6 +150,7 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
         }));
       }
       add(t, 'proj_gemm', n * gemmMs(perf, qc, gd, T, h, heads * m.headDim));
+      if (prof.attentionKernelsApart) add(t, 'norm', n * kernelsBesideAttention(m, perf, T, heads, kvh));
       add(t, 'allreduce', n * arOne);
       if (arQkNorm > 0) add(t, 'allreduce', n * arQkNorm);
       add(t, 'norm', n * norm);

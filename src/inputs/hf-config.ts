@@ -5,6 +5,9 @@ import { checkpointQuant } from './dtypes.js';
 import type { LayerOverride, MlaSpec, ModelSpec, MoeSpec } from './types.js';
 
 /** Architectures we can model, and the family each belongs to. */
+/** Architectures whose attention RMS-normalizes every Q and K head (not flagged in their config.json). */
+const PER_HEAD_QK_NORM = new Set(['Qwen3ForCausalLM', 'Qwen3MoeForCausalLM']);
+
 export const SUPPORTED_ARCHITECTURES: Readonly<Record<string, string>> = {
   LlamaForCausalLM: 'llama',
   MistralForCausalLM: 'mistral',
@@ -186,7 +189,9 @@ export function parseHfConfig(config: unknown, quantConfig: unknown, id: string,
   if (mla) spec.mla = mla;
   if (layerOverrides) spec.layerOverrides = layerOverrides;
   if (mtpLayers) spec.mtpLayers = mtpLayers;
-  if (text.use_qk_norm === true && text.qk_norm_type === 'per_layer') spec.qkNormAcrossHeads = true;
+  if (text.use_qk_norm === true && text.qk_norm_type === 'per_layer') spec.qkNorm = 'across_heads';
+  // Qwen3's attention always normalizes each Q and K head (q_norm / k_norm); its config has no flag for it.
+  else if (PER_HEAD_QK_NORM.has(architecture)) spec.qkNorm = 'per_head';
   return spec;
 }
 

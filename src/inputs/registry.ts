@@ -43,7 +43,7 @@ const entrySchema = z.strictObject({
     .strictObject({ qLoraRank: int, kvLoraRank: pos, qkNopeHeadDim: pos, qkRopeHeadDim: pos, vHeadDim: pos })
     .optional(),
   mtpLayers: int.optional(),
-  qkNormAcrossHeads: z.boolean().optional(),
+  qkNorm: z.enum(['per_head', 'across_heads']).optional(),
   layerOverrides: z
     .array(
       z.strictObject({
@@ -94,7 +94,7 @@ function toSpec(e: Entry, file: string): ModelSpec {
   if (e.moe) spec.moe = { ...e.moe };
   if (e.mla) spec.mla = { ...e.mla };
   if (e.mtpLayers) spec.mtpLayers = e.mtpLayers;
-  if (e.qkNormAcrossHeads) spec.qkNormAcrossHeads = true;
+  if (e.qkNorm) spec.qkNorm = e.qkNorm;
   if (e.layerOverrides) {
     const bad = e.layerOverrides.find((o) => o.layer >= numLayers);
     if (bad) throw new Error(`data/models/${file}: ${e.id}: layer override ${bad.layer} beyond ${numLayers} layers`);

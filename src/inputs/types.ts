@@ -108,10 +108,10 @@ export interface ModelSpec {
   /** Multi-token-prediction layers shipped with the checkpoint (DeepSeek-V3/R1: 1); not counted in numLayers. */
   mtpLayers?: number;
   /**
-   * Q and K RMS-normalized over all heads at once (MiniMax-M2 `qk_norm_type: per_layer`): under tensor
-   * parallelism each layer all-reduces every token's partial variances across the ranks.
+   * RMS norms on Q and K before the rotary embedding: per head (Qwen3), or over all heads at once (MiniMax-M2
+   * `qk_norm_type: per_layer`), which under tensor parallelism all-reduces every token's partial variances.
    */
-  qkNormAcrossHeads?: boolean;
+  qkNorm?: 'per_head' | 'across_heads';
 }
 
 export const BACKENDS = ['vllm', 'sglang', 'trtllm'] as const;

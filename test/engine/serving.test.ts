@@ -38,12 +38,25 @@ describe('step latencies', () => {
   });
   it('Q/K norms over all heads add one small all-reduce per layer under TP, none on one GPU', () => {
     const mm = testCtx('MiniMaxAI/MiniMax-M2.5');
-    const plain = { ...mm, model: { ...mm.model, qkNormAcrossHeads: false } };
+    const plain = { ...mm, model: { ...mm.model, qkNorm: undefined } };
     const decode = { pfBatch: 0, pfSeq: 0, pfPrefix: 0, dcBatch: 16, dcKv: 2000 };
     const at = (c: typeof mm, tp: number) => stepCost(c, { tp, pp: 1, dp: 1, moeTp: tp, moeEp: 1 }, decode).byOp.allreduce ?? 0;
     expect(at(mm, 4)).toBeGreaterThan(at(plain, 4));
     expect(at(mm, 4)).toBeLessThan(2 * at(plain, 4));
     expect(at(mm, 1)).toBe(0);
+  });
+  it('vLLM pays the kernels it runs beside each attention (rotary, cache write, norms), more with per-head Q/K norms', () => {
+    const decode = { pfBatch: 0, pfSeq: 0, pfPrefix: 0, dcBatch: 8, dcKv: 2000 };
+    const L1 = { tp: 1, pp: 1, dp: 1, moeTp: 1, moeEp: 1 };
+    const norm = (id: string, backend: 'vllm' | 'trtllm') => stepCost(testCtx(id, { backend }), L1, decode).byOp.norm ?? 0;
+    const qwen = testCtx('Qwen/Qwen3-32B');
+    expect(qwen.model.qkNorm).toBe('per_head');
+    // Five launch-bound kernels per layer on vLLM, none of them on TRT-LLM (fused into its attention and all-reduce).
+    const perLayer = (norm('Qwen/Qwen3-32B', 'vllm') - norm('Qwen/Qwen3-32B', 'trtllm')) / qwen.model.numLayers;
+    expect(perLayer).toBeGreaterThan(0.01);
+    expect(perLayer).toBeLessThan(0.03);
+    const plain = { ...qwen, model: { ...qwen.model, qkNorm: undefined } };
+    expect(stepCost(qwen, L1, decode).byOp.norm!).toBeGreaterThan(stepCost(plain, L1, decode).byOp.norm!);
   });
   it('adds the top-k selection kernel where the MoE table starts from chosen experts (vLLM, SGLang), not on TRT-LLM', () => {
     const L = { tp: 4, pp: 1, dp: 1, moeTp: 4, moeEp: 1 };

@@ -75,12 +75,13 @@ describe('bundled registry', () => {
     expect(ds.mla!.kvLoraRank).toBe(512);
     expect(ds.mtpLayers).toBe(1);
     expect(ds.quant.gemmDtype).toBe('fp8_block');
-    expect((await resolveModel('MiniMaxAI/MiniMax-M2.5', OFFLINE)).qkNormAcrossHeads).toBe(true);
+    expect((await resolveModel('MiniMaxAI/MiniMax-M2.5', OFFLINE)).qkNorm).toBe('across_heads');
+    expect((await resolveModel('Qwen/Qwen3-235B-A22B-FP8', OFFLINE)).qkNorm).toBe('per_head');
     // Llama 4 Maverick: experts on every second layer (1, 3, ...), dense MLPs of 16384 in between.
     const mav = await resolveModel('meta-llama/Llama-4-Maverick-17B-128E-Instruct', OFFLINE);
     expect(Array.from({ length: 4 }, (_, i) => isMoeLayer(mav, i))).toEqual([false, true, false, true]);
     expect(mav.intermediateSize).toBe(16384);
-    expect(ds.qkNormAcrossHeads).toBeUndefined();
+    expect(ds.qkNorm).toBeUndefined();
   });
 
   it('active parameters per token within 10% of the cards (DeepSeek 37B, gpt-oss 5.1B / 3.6B, Mixtral 12.9B / 39B, Qwen3 22B / 3.3B, Kimi 32B)', async () => {
@@ -153,10 +154,11 @@ describe('parseHfConfig', () => {
     expect(m.moe).toMatchObject({ numExperts: 128, expertIntermediateSize: 8192, layerStep: 2 });
     expect(m.intermediateSize).toBe(16384);
   });
-  it('Q/K norms over all heads (MiniMax-M2 per_layer) are read from the config', () => {
+  it('Q/K norms over all heads (MiniMax-M2 per_layer) are read from the config, Qwen3\'s per-head ones from its architecture', () => {
     const c = { ...llamaConfig(), use_qk_norm: true, qk_norm_type: 'per_layer' };
-    expect(parseHfConfig(c, undefined, 'x/mm', 'test').qkNormAcrossHeads).toBe(true);
-    expect(parseHfConfig({ ...c, qk_norm_type: 'per_head' }, undefined, 'x/mm', 'test').qkNormAcrossHeads).toBeUndefined();
+    expect(parseHfConfig(c, undefined, 'x/mm', 'test').qkNorm).toBe('across_heads');
+    expect(parseHfConfig({ ...c, qk_norm_type: 'per_head' }, undefined, 'x/mm', 'test').qkNorm).toBeUndefined();
+    expect(parseHfConfig({ ...llamaConfig(), architectures: ['Qwen3ForCausalLM'] }, undefined, 'x/q3', 'test').qkNorm).toBe('per_head');
   });
   it('defaults kv heads to heads and head_dim to hidden/heads', () => {
     const c: Record<string, unknown> = llamaConfig();
