@@ -4,10 +4,10 @@ import { isObj, type JsonObject as Json } from '../util/json.js';
 import { checkpointQuant } from './dtypes.js';
 import type { LayerOverride, MlaSpec, ModelSpec, MoeSpec } from './types.js';
 
-/** Architectures we can model, and the family each belongs to. */
 /** Architectures whose attention RMS-normalizes every Q and K head (not flagged in their config.json). */
 const PER_HEAD_QK_NORM = new Set(['Qwen3ForCausalLM', 'Qwen3MoeForCausalLM']);
 
+/** Architectures we can model, and the family each belongs to. */
 export const SUPPORTED_ARCHITECTURES: Readonly<Record<string, string>> = {
   LlamaForCausalLM: 'llama',
   MistralForCausalLM: 'mistral',

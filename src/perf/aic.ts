@@ -36,8 +36,9 @@ export function servingMoeRows(rows: Row[]): Row[] {
 }
 
 /**
- * MoE rows as serving runs them: one routing distribution (pickMoeDistribution), the MXFP4 kernel engines run
- * (servingMoeRows), and of the rest the kernel roles `keep` accepts (see moeKernelRoles).
+ * MoE rows as serving runs them: one routing distribution (pickMoeDistribution; every routing with
+ * `everyRouting`), the MXFP4 kernel engines run (servingMoeRows), and of the rest the kernel roles `keep` accepts
+ * (see moeKernelRoles).
  */
 export function moeRowsFor(rows: Row[], keep: (role: MoeKernelRole) => boolean, everyRouting = false): Row[] {
   const r = servingMoeRows(everyRouting ? rows : pickMoeDistribution(rows));

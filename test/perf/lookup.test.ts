@@ -181,4 +181,14 @@ describe('--perf-data with a partial measured directory', () => {
     expect(src.gemm({ dtype: 'bfloat16', m: 1, n: 4096, k: 4096 })).toBeCloseTo(0.5, 9);
     expect(src.moe({ dtype: 'bfloat16', tokens: 64, hidden: 4096, inter: 1536, topk: 8, experts: 128, moeTp: 1, moeEp: 1 })).toBeGreaterThan(0);
   });
+
+  it('reads a MoE file without the routing column as balanced routing', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'perf-'));
+    writeFileSync(join(dir, 'meta.yaml'), 'system: h200_sxm\nbackend: vllm\nversion: 0.19.0\nkind: measured\ngpu: H200\n');
+    writeFileSync(join(dir, 'moe.csv'), 'dtype,tokens,hidden,inter,topk,experts,moe_tp,moe_ep,latency_ms\nbfloat16,64,4096,1536,8,128,1,1,1.5\nbfloat16,128,4096,1536,8,128,1,1,1.8\n');
+    const src = await loadPerfSource({ system: h200, backend: 'vllm', version: '0.19.0', perfData: dir });
+    const q = { dtype: 'bfloat16' as const, tokens: 64, hidden: 4096, inter: 1536, topk: 8, experts: 128, moeTp: 1, moeEp: 1 };
+    expect(src.moe(q)).toBeCloseTo(1.5, 9);
+    expect(src.moe({ ...q, distribution: 'balanced' })).toBeCloseTo(1.5, 9);
+  });
 });
