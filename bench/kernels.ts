@@ -8,7 +8,8 @@ import type { Backend, Dtype } from '../src/inputs/types.js';
 import { referencePath } from '../src/util/paths.js';
 import { loadPerfSource, tableDir } from '../src/perf/index.js';
 import { listRefTables, readRefTable, REF_FILE_OP, sourceKey } from '../src/perf/reference.js';
-import { fallbackFp8Gemms, loadCalibration } from '../src/perf/calibration.js';
+import { fallbackFp8Gemms, headBlindAttention, loadCalibration } from '../src/perf/calibration.js';
+import { FEATURES } from '../src/perf/model.js';
 import { errorStats, quantile } from '../src/perf/compare.js';
 import { DEEPSEEK_MLA, OP_SPECS } from '../src/perf/tables.js';
 import { peaksOf } from '../src/perf/sol.js';
@@ -53,7 +54,7 @@ function predict(src: PerfSource, op: string, r: Row): number {
 
 function labelOf(op: string, r: Row): string {
   switch (op) {
-    case 'context_attention': return `${r.dtype}/${r.kv_dtype}`;
+    case 'context_attention': return `${r.dtype}/${r.kv_dtype}${r.role ? ` (${String(r.role)})` : ''}`;
     case 'generation_attention': return `kv ${r.kv_dtype}`;
     case 'nccl': return `${r.collective} ${r.dtype}${r.role ? ` (${String(r.role)})` : ''}`;
     case 'allreduce': return `${r.dtype}${r.role ? ` (${String(r.role)})` : ''}`;
@@ -107,6 +108,11 @@ for (const t of tables) {
   if (op === 'gemm' && cal) {
     const fallback = new Set(fallbackFp8Gemms(cal, source));
     for (const r of got.rows) if (fallback.has(r.dtype as string)) r.role = 'fallback kernel';
+  }
+  // Prefill-attention rows of a kernel that did the work of its KV heads only (see headBlindAttention) are reported apart.
+  if (op === 'context_attention' && cal) {
+    const blind = new Set(headBlindAttention(cal, source));
+    for (const r of got.rows) if (blind.has(FEATURES.context_attention.group(r))) r.role = 'query-head-blind kernel';
   }
   // Collectives the fit found routed through host memory (see hostRoutedFrom) are reported apart.
   for (const h of cal?.hostRouted ?? []) {

@@ -245,6 +245,22 @@ export function fallbackFp8Gemms(cal: SystemCalibration, source: string): string
     && siblings.some((k) => (fp8Ratio(cal.sources[k]!.gemm, g) ?? 1) < FALLBACK_FP8_RATIO));
 }
 
+/**
+ * Prefill-attention groups of a source whose fitted model prices 64 query heads sharing 8 KV heads faster than 8
+ * query heads on the same 8 KV heads (4096-token prompts): eight times the work in less time. The kernel timed
+ * did the work of its KV heads only (H200 vLLM 0.19.0: 16k-token prompts at 64 query heads in 0.14 ms, 1% of the
+ * roofline; GQA rows that scale with KV heads while every other source scales with query heads), so the tables
+ * price those groups from the nearest sound source.
+ */
+export function headBlindAttention(cal: SystemCalibration, source: string): string[] {
+  const m = cal.sources[source]?.context_attention;
+  if (!m) return [];
+  // ln latency = correction + ln SOL, and the SOL grows with the query heads.
+  const at = (g: GroupModel, heads: number): number =>
+    evalCorrection(m, g, FEATURES.context_attention.features({ batch: 1, seq: 4096, heads, kv_heads: 8 })) + Math.log(heads);
+  return Object.keys(m.groups).sort().filter((g) => at(m.groups[g]!, 64) < at(m.groups[g]!, 8));
+}
+
 /** Sources in the order a (backend, version) borrows from: same backend by version distance, then the others. */
 function borrowOrder(cal: SystemCalibration, backend: string, version: string, op: ModelOp): string[] {
   const keys = Object.keys(cal.sources).filter((k) => cal.sources[k]![op]).sort();
@@ -256,7 +272,8 @@ const resolvedMemo = new WeakMap<SystemCalibration, Map<string, OpModel | undefi
 
 /**
  * The op model a (backend, version) uses: its plan source's groups, where a group is excluded as an outlier
- * (or is an unserved MXFP4 table, see unservedMxfp4) the same group of the nearest source that is not, and groups
+ * (or is an unserved MXFP4 table, a fallback 8-bit GEMM or a query-head-blind attention kernel: unservedMxfp4,
+ * fallbackFp8Gemms, headBlindAttention) the same group of the nearest source that is not, and groups
  * (dtypes) it never measured from the nearest version of the same backend that did (MXFP4: else from another
  * engine on the same GPU).
  */
@@ -271,6 +288,7 @@ export function resolvedModel(cal: SystemCalibration, backend: string, version: 
     const excluded = new Set((cal.excluded ?? []).filter((e) => e.op === op).map((e) => `${e.source}|${e.group}`));
     if (op === 'moe') for (const k of Object.keys(cal.sources)) if (unservedMxfp4(cal.sources[k]!.moe)) excluded.add(`${k}|mxfp4`);
     if (op === 'gemm') for (const k of Object.keys(cal.sources)) for (const g of fallbackFp8Gemms(cal, k)) excluded.add(`${k}|${g}`);
+    if (op === 'context_attention') for (const k of Object.keys(cal.sources)) for (const g of headBlindAttention(cal, k)) excluded.add(`${k}|${g}`);
     const order = [primary!, ...borrowOrder(cal, backend, version, op).filter((k) => k !== primary)]
       .filter((k) => sameLattice(base, cal.sources[k]![op]!));
     const groups: Record<string, GroupModel> = {};
@@ -299,6 +317,11 @@ export function resolvedModel(cal: SystemCalibration, backend: string, version: 
         const other = FORMAT_BORROW.has(g) ? order.find((k) => cal.sources[k]![op]!.groups[g] && !excluded.has(`${k}|${g}`)) : undefined;
         const from = same ?? other;
         if (from) groups[g] = cal.sources[from]![op]!.groups[g]!;
+        // Measured by a version of this engine but excluded there: priced as that version prices it.
+        else if (order.some((k) => k.startsWith(`${backend}/`) && cal.sources[k]![op]!.groups[g])) {
+          const sub = ok ? cal.sources[ok]![op]!.groups[g] : kin(g);
+          if (sub) groups[g] = sub;
+        }
       }
     }
     out = { ...base, groups };

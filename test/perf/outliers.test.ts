@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fallbackFp8Gemms, findOutlierGroups, loadCalibration, resolvedModel, unservedMxfp4, type SystemCalibration } from '../../src/perf/calibration.js';
+import { fallbackFp8Gemms, findOutlierGroups, headBlindAttention, loadCalibration, resolvedModel, unservedMxfp4, type SystemCalibration } from '../../src/perf/calibration.js';
 import { servingMoeRows, pickMoeDistribution } from '../../src/perf/aic.js';
 import type { OpModel } from '../../src/perf/model.js';
 import { loadSystem } from '../../src/inputs/systems.js';
@@ -38,7 +38,8 @@ describe('outlier kernels and group borrowing', () => {
     expect(own.groups['128|bf16|full']).toBe(src['a/1.0.0']!.generation_attention!.groups['128|bf16|full']);
     // A dtype a version never measured comes only from the same engine.
     expect(own.groups['128|fp8|full']).toBeUndefined();
-    expect(resolvedModel(cal, 'c', '1.0.0', 'generation_attention', 'c/1.0.0')!.groups['64|bf16|full']).toBeUndefined();
+    // One only an excluded sibling version measured is priced as that version prices it.
+    expect(resolvedModel(cal, 'c', '1.0.0', 'generation_attention', 'c/1.0.0')!.groups['64|bf16|full']).toBe(m.groups['64|bf16|full']);
   });
 });
 
@@ -93,5 +94,20 @@ describe('8-bit GEMMs timed on a fallback path', () => {
     const src = await loadPerfSource({ system: loadSystem('h200_sxm'), backend: 'vllm', version: '0.12.0' });
     const at = (dtype: 'fp8' | 'bfloat16') => src.gemm({ dtype, m: 8192, n: 8192, k: 8192 });
     expect(at('fp8')).toBeLessThan(0.75 * at('bfloat16'));
+  });
+});
+
+describe('prefill attention timed without its query heads', () => {
+  it('is a group pricing 64 query heads faster than 8 on the same KV heads, and is priced from a sound source', async () => {
+    const cal = loadCalibration('h200_sxm')!;
+    expect(headBlindAttention(cal, 'vllm/0.19.0')).toContain('128|bfloat16|bfloat16|full');
+    for (const k of ['vllm/0.14.0', 'sglang/0.5.9', 'trtllm/1.2.0rc5']) expect(headBlindAttention(cal, k)).toEqual([]);
+    expect(headBlindAttention(loadCalibration('b200_sxm')!, 'vllm/0.19.0')).toEqual([]);
+    const m = resolvedModel(cal, 'vllm', '0.19.0', 'context_attention', 'vllm/0.19.0')!;
+    expect(m.groups['128|bfloat16|bfloat16|full']).toBe(cal.sources['vllm/0.14.0']!.context_attention!.groups['128|bfloat16|bfloat16|full']);
+    // Eight times the query heads on the same KV heads costs several times more, as on every sound source.
+    const src = await loadPerfSource({ system: loadSystem('h200_sxm'), backend: 'vllm', version: '0.19.0' });
+    const at = (heads: number) => src.contextAttention({ batch: 1, seq: 8192, heads, kvHeads: 8, headDim: 128, dtype: 'bfloat16', kvDtype: 'bfloat16', window: 0 });
+    expect(at(64)).toBeGreaterThan(4 * at(8));
   });
 });
