@@ -249,6 +249,13 @@ export function compareTables(dirA: string, dirB: string, opts: CompareOptions =
     const op = basename(file, '.csv');
     const a = readTable(tablesA, file);
     const b = readTable(tablesB, file);
+    // A column a table may leave out (moe.csv's routing) takes its default there, so rows join on like terms.
+    for (const [c, v] of Object.entries((OP_SPECS as Record<string, (typeof OP_SPECS)[OpName] | undefined>)[op]?.defaults ?? {})) {
+      for (const t of [a, b]) if (!t.header.includes(c) && (a.header.includes(c) || b.header.includes(c))) {
+        t.header.push(c);
+        for (const r of t.rows) r[c] = v;
+      }
+    }
     const keyCols = a.header.filter((c) => c !== LATENCY_COLUMN && b.header.includes(c));
     const extra = [...a.header, ...b.header].filter((c) => c !== LATENCY_COLUMN && !keyCols.includes(c));
     if (extra.length) notes.push(`${file}: columns ${[...new Set(extra)].join(', ')} are in one table only; joined on ${keyCols.join(', ')}`);

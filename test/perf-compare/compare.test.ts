@@ -146,6 +146,18 @@ describe('compareTables', () => {
     expect(r.overall.biasPct).toBeCloseTo(50, 9);
     expect(r.notes[0]).toMatch(/columns dtype are in one table only/);
   });
+
+  it('reads a MoE table without the routing column as balanced routing', () => {
+    const a = join(root, 'moeA');
+    const b = join(root, 'moeB');
+    write(a, 'moe.csv', 'dtype,tokens,hidden,inter,topk,experts,moe_tp,moe_ep,latency_ms\nfp8,64,4096,1536,8,128,1,1,1.0\n');
+    write(b, 'moe.csv', 'dtype,distribution,tokens,hidden,inter,topk,experts,moe_tp,moe_ep,latency_ms\n'
+      + 'fp8,balanced,64,4096,1536,8,128,1,1,1.2\nfp8,power_law_1.2,64,4096,1536,8,128,1,1,3.0\n');
+    const r = compareTables(a, b);
+    expect(r.overall.count).toBe(1);
+    expect(r.overall.biasPct).toBeCloseTo(20, 9);
+    expect(r.notes.join(' ')).not.toMatch(/in one table only/);
+  });
 });
 
 describe('compareTables with interpolation', () => {
