@@ -167,6 +167,11 @@ export class TablePerfSource implements PerfSource {
 
   moe(q: MoeQuery): number {
     const r: Row = { dtype: q.dtype, tokens: q.tokens, hidden: q.hidden, inter: q.inter, topk: q.topk, experts: q.experts, moe_tp: q.moeTp, moe_ep: q.moeEp };
+    // A routing the tables were never given is not silently priced as another one (or by the roofline).
+    const held = q.distribution ? this.table('moe')?.keyValues('distribution') : undefined;
+    if (held && !held.has(q.distribution!)) {
+      throw new Error(`these MoE tables hold no ${q.distribution} routing (they hold ${[...held].sort().join(', ')})`);
+    }
     for (const distribution of q.distribution ? [q.distribution] : MOE_DISTRIBUTIONS) {
       const v = this.lookup('moe', { ...r, distribution }, 'dtype');
       if (v !== undefined) return v;

@@ -32,12 +32,15 @@ describe('perf query, expert routing', () => {
       hidden: 7168, inter: 2048, topk: 8, experts: 256, moe_tp: 1, moe_ep: 8, ...o });
     const out = (await answerLines([
       q({ tokens: 8192 }), q({ tokens: 8192, distribution: 'balanced' }), q({ tokens: 8192, distribution: 'power_law_1.2' }), q({ tokens: 8192, distribution: 'zipf' }),
+      // A100 was measured under power-law routing only.
+      q({ system: 'a100_sxm', version: undefined, dtype: 'bfloat16', tokens: 256, distribution: 'balanced' }),
     ])).map((l) => JSON.parse(l) as Record<string, unknown>);
     const ms = out.map((o) => o.latency_ms as number);
     expect(ms[0]).toBe(ms[1]);
     // Skewed routing piles a large batch onto the hot experts (and the GPU holding them): slower than balanced.
     expect(ms[2]).toBeGreaterThan(ms[1]! * 1.2);
     expect(String(out[3]!.error)).toMatch(/field "distribution" must be one of balanced, power_law_1.01, power_law_1.2/);
+    expect(String(out[4]!.error)).toMatch(/hold no balanced routing \(they hold power_law_1.01, power_law_1.2\)/);
   });
 });
 
