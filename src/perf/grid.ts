@@ -216,11 +216,6 @@ export class OpTable {
     return new OpTable(spec, peaks, groupRows(spec, rows));
   }
 
-  /** Distinct values of a key column over the table's keys. */
-  keyValues(col: string): Set<string | number> {
-    return new Set([...this.keys.values()].map((k) => k[col]!));
-  }
-
   /** The grid of an exact key string (see keyOf), built on first use. */
   gridByKey(k: string): Grid | undefined {
     return this.grid(k);
