@@ -8,7 +8,7 @@ import { commGroupKey, DEFAULT_FIT, fitGroup, fitMoeRouting, hostRoutedFrom } fr
 import { listRefTables, readRefTable, REF_FILE_OP, sourceKey, type RefTable } from '../src/perf/reference.js';
 import { OP_SPECS, type Row } from '../src/perf/tables.js';
 import { dtypeBytes, peaksOf, type Peaks } from '../src/perf/sol.js';
-import { findOutlierGroups, serializeCalibration, type SystemCalibration } from '../src/perf/calibration.js';
+import { findOutlierGroups, modelLatency, serializeCalibration, type SystemCalibration } from '../src/perf/calibration.js';
 import { baseMoeDistribution, moeRowsFor } from '../src/perf/aic.js';
 
 const args = process.argv.slice(2);
@@ -105,10 +105,11 @@ for (const refSystem of systems) {
       const model = fitOp(op, peaks, op === 'moe' ? moeRows() : op === 'allreduce' || op === 'nccl' ? commRows() : rows);
       // MoE: how the other routings the reference measured change each group's latency.
       if (op === 'moe') {
-        const every = moeRowsFor(rows, (role) => role !== 'nongated', true);
+        const served = moeRowsFor(rows, (role) => role === 'served', true);
         const base = baseMoeDistribution(rows)!;
         if (base !== 'balanced') for (const gm of Object.values(model.groups)) gm.distribution = base;
-        for (const [g, routing] of fitMoeRouting(every, base)) if (model.groups[g]) model.groups[g]!.routing = routing;
+        const predict = (r: Row): number | undefined => modelLatency('moe', model, { ...r, distribution: undefined }, OP_SPECS.moe.sol(peaks, r));
+        for (const [g, routing] of fitMoeRouting(served, base, predict)) if (model.groups[g]) model.groups[g]!.routing = routing;
       }
       console.error(`${sys.name} ${src} ${op}: ${rows.length} rows, ${Object.keys(model.groups).length} groups, ${Date.now() - t0} ms`);
       if (src.startsWith('nccl/')) cal.nccl = { version: src.slice(5), model };

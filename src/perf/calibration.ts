@@ -456,7 +456,7 @@ export function routingsOf(g: GroupModel): string[] {
   return [g.distribution ?? 'balanced', ...Object.keys(g.routing ?? {}).sort()];
 }
 
-/** ln(latency under `distribution` / latency under the group's own routing); undefined when not modelled. */
+/** ln(latency under `distribution` / the group's own model); undefined when not modelled. */
 function routingCorrection(m: OpModel, g: GroupModel, r: Row, distribution: string): number | undefined {
   if (distribution === (g.distribution ?? 'balanced')) return 0;
   // A low-latency kernel group measured under one routing only takes its dtype's main group's routing model.

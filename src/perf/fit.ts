@@ -149,26 +149,22 @@ function dot(a: Float64Array, b: Float64Array): number {
   return s;
 }
 
-/** Fields that name one measured MoE shape and kernel, routing aside. */
-const MOE_SHAPE_COLS = ['dtype', 'hidden', 'inter', 'topk', 'experts', 'moe_tp', 'moe_ep', 'tokens', 'kernel'];
-
 /**
- * Routing models of the MoE groups: for each group (FEATURES.moe) and each routing other than `base` measured on
- * the same shapes, ln(latency / latency under `base`) fitted on the MOE_ROUTING lattice. `rows`: every routing.
+ * Routing models of the MoE groups: for each group (FEATURES.moe) and each routing other than `base`, the rest of
+ * ln(latency) that the group's own model (`predict`, fitted on the `base` rows) leaves on that routing's rows,
+ * fitted on the MOE_ROUTING lattice. `rows`: the rows of every routing of kernels serving runs.
  */
-export function fitMoeRouting(rows: Row[], base: string): Map<string, Record<string, GroupModel>> {
-  const key = (r: Row): string => MOE_SHAPE_COLS.map((c) => String(r[c])).join('|');
-  const baseMs = new Map<string, number>();
-  for (const r of rows) if (r.distribution === base) baseMs.set(key(r), r.latency_ms as number);
+export function fitMoeRouting(rows: Row[], base: string, predict: (r: Row) => number | undefined): Map<string, Record<string, GroupModel>> {
   const byGroup = new Map<string, { xs: number[][]; ys: number[] }>();
   for (const r of rows) {
-    const b = baseMs.get(key(r));
-    if (r.distribution === base || b === undefined || !(b > 0) || !((r.latency_ms as number) > 0)) continue;
+    if (r.distribution === base || !((r.latency_ms as number) > 0)) continue;
+    const p = predict(r);
+    if (!(p !== undefined && p > 0)) continue;
     const k = `${FEATURES.moe.group(r)} ${String(r.distribution)}`;
     let e = byGroup.get(k);
     if (!e) byGroup.set(k, (e = { xs: [], ys: [] }));
     e.xs.push(MOE_ROUTING.features(r));
-    e.ys.push(Math.log((r.latency_ms as number) / b));
+    e.ys.push(Math.log((r.latency_ms as number) / p));
   }
   const out = new Map<string, Record<string, GroupModel>>();
   for (const k of [...byGroup.keys()].sort()) {
@@ -192,7 +188,7 @@ export type MoeKernelRole = 'served' | 'unserved' | 'nongated';
  * row at that size is not what serving runs.
  */
 export function moeKernelRoles(rows: Row[]): MoeKernelRole[] {
-  const keyOf = (r: Row): string => [...MOE_SHAPE_COLS.slice(0, -1), 'distribution'].map((c) => String(r[c])).join('|');
+  const keyOf = (r: Row): string => ['dtype', 'hidden', 'inter', 'topk', 'experts', 'moe_tp', 'moe_ep', 'tokens', 'distribution'].map((c) => String(r[c])).join('|');
   const paired = new Map<string, number>();
   for (const r of rows) {
     const k = String(r.kernel ?? '');

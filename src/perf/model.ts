@@ -119,7 +119,7 @@ export interface GroupModel {
   box?: number[];
   /** MoE: the routing of the group's own rows when the reference measured no balanced routing. */
   distribution?: string;
-  /** MoE: ln(latency under another routing / latency under the group's own), per routing (MOE_ROUTING lattice). */
+  /** MoE: per other routing, ln(its measured latency / this group's model), on the MOE_ROUTING lattice. */
   routing?: Record<string, GroupModel>;
 }
 
