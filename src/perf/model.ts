@@ -85,8 +85,8 @@ export const FEATURES: Record<ModelOp, FeatureDef> = {
 export const MOE_DISTRIBUTIONS = ['balanced', 'power_law_1.01', 'power_law_1.2'] as const;
 
 /**
- * How routing skew changes an expert layer's latency, relative to the routing its group was fitted on: tokens and
- * tokens per expert (every second octave), the expert FFN slice and the experts per GPU. Skew activates fewer
+ * How routing skew changes an expert layer's latency, relative to its group's model (fitted on one routing): tokens
+ * and tokens per expert (every second octave), the expert FFN slice and the experts per GPU. Skew activates fewer
  * distinct experts (less weight traffic) but piles tokens onto the hot ones (and onto the GPU holding them), so
  * the ratio falls below 1 for small batches and rises well above it for large ones.
  */
