@@ -20,8 +20,8 @@ export type ModelProvider = (op: OpName, r: Row) => number | undefined;
 export class TablePerfSource implements PerfSource {
   readonly peaks: sol.Peaks;
   private readonly tables = new Map<OpName, OpTable | null>();
-  /** Attention windows each table measured (see windowFor). */
-  private readonly windows = new Map<OpName, Set<string>>();
+  /** Values of a key column each table lists (attention windows, MoE routings), by "op|column". */
+  private readonly listed = new Map<string, Set<string>>();
   /** Ops answered by the fallback, for `info` and reports. */
   readonly fallbackOps = new Set<OpName>();
   private gemmFast: GemmFast | null | undefined;
@@ -90,10 +90,15 @@ export class TablePerfSource implements PerfSource {
     if (window <= 0) return 0;
     const t = this.table(op);
     if (!t) return window;
-    let listed = this.windows.get(op);
-    if (!listed) this.windows.set(op, (listed = t.keyValues('window')));
-    if (listed.has(String(window))) return window;
+    if (this.held(op, t, 'window').has(String(window))) return window;
     return window >= tokens ? 0 : undefined;
+  }
+
+  /** The values of a key column a table lists, computed once per table. */
+  private held(op: OpName, t: OpTable, col: string): Set<string> {
+    let v = this.listed.get(`${op}|${col}`);
+    if (!v) this.listed.set(`${op}|${col}`, (v = t.keyValues(col)));
+    return v;
   }
 
   contextAttention(q: ContextAttentionQuery): number {
@@ -168,7 +173,8 @@ export class TablePerfSource implements PerfSource {
   moe(q: MoeQuery): number {
     const r: Row = { dtype: q.dtype, tokens: q.tokens, hidden: q.hidden, inter: q.inter, topk: q.topk, experts: q.experts, moe_tp: q.moeTp, moe_ep: q.moeEp };
     // A routing the tables were never given is not silently priced as another one (or by the roofline).
-    const held = q.distribution ? this.table('moe')?.keyValues('distribution') : undefined;
+    const t = q.distribution ? this.table('moe') : undefined;
+    const held = t && this.held('moe', t, 'distribution');
     if (held && !held.has(q.distribution!)) {
       throw new Error(`these MoE tables hold no ${q.distribution} routing (they hold ${[...held].sort().join(', ')})`);
     }
