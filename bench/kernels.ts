@@ -8,8 +8,8 @@ import type { Backend, Dtype } from '../src/inputs/types.js';
 import { referencePath } from '../src/util/paths.js';
 import { loadPerfSource, tableDir } from '../src/perf/index.js';
 import { listRefTables, readRefTable, REF_FILE_OP, sourceKey } from '../src/perf/reference.js';
-import { fallbackFp8Gemms, headBlindAttention, loadCalibration } from '../src/perf/calibration.js';
-import { FEATURES } from '../src/perf/model.js';
+import { loadCalibration } from '../src/perf/calibration.js';
+import { FEATURES, type ModelOp } from '../src/perf/model.js';
 import { errorStats, quantile } from '../src/perf/compare.js';
 import { DEEPSEEK_MLA, OP_SPECS } from '../src/perf/tables.js';
 import { peaksOf } from '../src/perf/sol.js';
@@ -52,14 +52,17 @@ function predict(src: PerfSource, op: string, r: Row): number {
   }
 }
 
+/** A slice's label: its shape family, and the role of rows reported apart. */
 function labelOf(op: string, r: Row): string {
+  return baseLabel(op, r) + (r.role ? ` (${String(r.role)})` : '');
+}
+
+function baseLabel(op: string, r: Row): string {
   switch (op) {
-    case 'context_attention': return `${r.dtype}/${r.kv_dtype}${r.role ? ` (${String(r.role)})` : ''}`;
+    case 'context_attention': return `${r.dtype}/${r.kv_dtype}`;
     case 'generation_attention': return `kv ${r.kv_dtype}`;
-    case 'nccl': return `${r.collective} ${r.dtype}${r.role ? ` (${String(r.role)})` : ''}`;
-    case 'allreduce': return `${r.dtype}${r.role ? ` (${String(r.role)})` : ''}`;
-    case 'moe': return `${r.dtype} ${r.distribution}${r.role ? ` (${String(r.role)} kernel)` : ''}`;
-    case 'gemm': return `${r.dtype}${r.role ? ` (${String(r.role)})` : ''}`;
+    case 'nccl': return `${r.collective} ${r.dtype}`;
+    case 'moe': return `${r.dtype} ${r.distribution}`;
     case 'mla': return `${r.phase} ${r.dtype}/${r.kv_dtype}`;
     default: return String(r.dtype ?? '');
   }
@@ -101,18 +104,14 @@ for (const t of tables) {
   const poolOf = new Map<string, string>();
   // MoE rows of a kernel serving does not run at that size, or of a non-gated FFN, are reported apart (see moeKernelRoles).
   const roles = op === 'moe' ? moeKernelRoles(got.rows) : undefined;
-  got.rows.forEach((r, i) => { if (roles && roles[i] !== 'served') r.role = roles[i]!; });
+  got.rows.forEach((r, i) => { if (roles && roles[i] !== 'served') r.role = `${roles[i]!} kernel`; });
   const source = sourceKey(t);
   const cal = loadCalibration(sys.name);
-  // 8-bit GEMMs timed on a path serving does not take (see fallbackFp8Gemms) are reported apart.
-  if (op === 'gemm' && cal) {
-    const fallback = new Set(fallbackFp8Gemms(cal, source));
-    for (const r of got.rows) if (fallback.has(r.dtype as string)) r.role = 'fallback kernel';
-  }
-  // Prefill-attention rows of a kernel that did the work of its KV heads only (see headBlindAttention) are reported apart.
-  if (op === 'context_attention' && cal) {
-    const blind = new Set(headBlindAttention(cal, source));
-    for (const r of got.rows) if (blind.has(FEATURES.context_attention.group(r))) r.role = 'query-head-blind kernel';
+  // Groups the fit left out as kernels serving does not run (excluded with a reason: an 8-bit GEMM on a fallback
+  // path, prefill attention without its query heads, unserved MXFP4 experts) are reported apart.
+  for (const e of cal?.excluded ?? []) {
+    if (!e.reason || e.source !== source || e.op !== op) continue;
+    for (const r of got.rows) if (FEATURES[op as ModelOp].group(r) === e.group) r.role = e.reason;
   }
   // Collectives the fit found routed through host memory (see hostRoutedFrom) are reported apart.
   for (const h of cal?.hostRouted ?? []) {
@@ -130,7 +129,7 @@ for (const t of tables) {
     l.push([lat, p]);
     if (lat < OP_SPECS[op].sol(peaks, r)) belowSol.set(k, (belowSol.get(k) ?? 0) + 1);
     errs.set(k, l);
-    const pk = t.file.includes('mla_') ? 'mla_module' : op === 'moe' ? `moe (${r.role ? `${String(r.role)} kernel` : String(r.distribution)})` : r.role ? `${op} (${String(r.role)})` : op;
+    const pk = t.file.includes('mla_') ? 'mla_module' : op === 'moe' ? `moe (${String(r.role ?? r.distribution)})` : r.role ? `${op} (${String(r.role)})` : op;
     poolOf.set(k, pk);
     const pl = pooled.get(pk) ?? [];
     pl.push(Math.abs(((p - lat) / lat) * 100));

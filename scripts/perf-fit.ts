@@ -8,7 +8,7 @@ import { commGroupKey, DEFAULT_FIT, fitGroup, fitMoeRouting, hostRoutedFrom } fr
 import { listRefTables, readRefTable, REF_FILE_OP, sourceKey, type RefTable } from '../src/perf/reference.js';
 import { OP_SPECS, type Row } from '../src/perf/tables.js';
 import { dtypeBytes, peaksOf, type Peaks } from '../src/perf/sol.js';
-import { findOutlierGroups, modelLatency, serializeCalibration, type SystemCalibration } from '../src/perf/calibration.js';
+import { findOutlierGroups, findUnservedGroups, modelLatency, serializeCalibration, type SystemCalibration } from '../src/perf/calibration.js';
 import { baseMoeDistribution, moeRowsFor } from '../src/perf/aic.js';
 
 const args = process.argv.slice(2);
@@ -116,9 +116,11 @@ for (const refSystem of systems) {
       else (cal.sources[src] ??= {})[op] = model;
     }
   }
-  const excluded = findOutlierGroups(cal);
+  const excluded = [...findOutlierGroups(cal), ...findUnservedGroups(cal)];
   if (excluded.length) cal.excluded = excluded;
-  for (const e of excluded) console.error(`${sys.name} ${e.source} ${e.op} ${e.group}: ${e.ratio}x the system median, left out of the tables`);
+  for (const e of excluded) {
+    console.error(`${sys.name} ${e.source} ${e.op} ${e.group}: ${e.reason ? `${e.reason} (${e.ratio})` : `${e.ratio}x the system median`}, left out of the tables`);
+  }
   const text = serializeCalibration(cal);
   writeFileSync(dataPath('calibration', `${sys.name}.json`), text);
   console.log(`wrote data/calibration/${sys.name}.json (${(text.length / 1024).toFixed(0)} KB)`);

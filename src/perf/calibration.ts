@@ -17,7 +17,11 @@ export interface SystemCalibration {
   hostRouted?: { source: string; op: ModelOp; group: string; fromGpus: number }[];
 }
 
-/** A fitted group left out of the tables: its typical efficiency is `ratio` x the median of the system's sources. */
+/**
+ * A fitted group left out of the tables. An outlier (no `reason`): its typical efficiency is `ratio` x the median
+ * of the system's sources. A kernel serving does not run (`reason`, see findUnservedGroups): `ratio` is the
+ * measure its rule judged.
+ */
 export interface ExcludedGroup {
   source: string;
   op: ModelOp;
@@ -25,6 +29,7 @@ export interface ExcludedGroup {
   ratio: number;
   /** Set when the group had no sibling to compare with and is left out because `like`, same kernel, was. */
   like?: string;
+  reason?: 'unserved kernel' | 'fallback kernel' | 'query-head-blind kernel';
 }
 
 /** A group key without its first field (e.g. attention "head_dim|kv_dtype|window" -> "kv_dtype|window"). */
@@ -191,18 +196,16 @@ export function findOutlierGroups(cal: SystemCalibration): ExcludedGroup[] {
  * the source's native FP4 group prices MXFP4 instead.
  */
 export function unservedMxfp4(m: OpModel | undefined): boolean {
-  const mx = m?.groups.mxfp4, nv = m?.groups.nvfp4;
-  if (!m || !mx || !nv) return false;
-  let v = unservedMemo.get(m);
-  if (v === undefined) {
-    const d = latticeNodes(m, 4000).map((x) => evalCorrection(m, mx, x) - evalCorrection(m, nv, x)).sort((a, b) => a - b);
-    unservedMemo.set(m, (v = Math.exp(d[d.length >> 1]!) > OUTLIER_RATIO));
-  }
-  return v;
+  return (mxfp4Ratio(m) ?? 0) > OUTLIER_RATIO;
 }
 
-/** Models are never changed after loading: each is judged once (resolvedModel asks for every source). */
-const unservedMemo = new WeakMap<OpModel, boolean>();
+/** Median MXFP4 / NVFP4 latency of one source's MoE model over its lattice (undefined without both groups). */
+function mxfp4Ratio(m: OpModel | undefined): number | undefined {
+  const mx = m?.groups.mxfp4, nv = m?.groups.nvfp4;
+  if (!m || !mx || !nv) return undefined;
+  const d = latticeNodes(m, 4000).map((x) => evalCorrection(m, mx, x) - evalCorrection(m, nv, x)).sort((a, b) => a - b);
+  return Math.exp(d[d.length >> 1]!);
+}
 
 /** 8-bit GEMM formats whose tensor cores run at twice the 16-bit rate on every GPU that has them. */
 const FP8_GEMMS = ['fp8', 'fp8_block'];
@@ -218,19 +221,11 @@ const FALLBACK_FP8_RATIO = 0.9;
 function fp8Ratio(m: OpModel | undefined, g: string): number | undefined {
   const q = m?.groups[g], bf = m?.groups.bfloat16;
   if (!m || !q || !bf) return undefined;
-  let memo = ratioMemo.get(m);
-  if (!memo) ratioMemo.set(m, (memo = new Map()));
-  let v = memo.get(g);
-  if (v === undefined) {
-    // Corrections are log(latency / SOL), and the 8-bit SOL is half the 16-bit one on these shapes.
-    const d = COMPUTE_BOUND_GEMMS.map((r) => FEATURES.gemm.features(r))
-      .map((x) => evalCorrection(m, q, x) - evalCorrection(m, bf, x)).sort((a, b) => a - b);
-    memo.set(g, (v = Math.exp(d[d.length >> 1]!) / 2));
-  }
-  return v;
+  // Corrections are log(latency / SOL), and the 8-bit SOL is half the 16-bit one on these shapes.
+  const d = COMPUTE_BOUND_GEMMS.map((r) => FEATURES.gemm.features(r))
+    .map((x) => evalCorrection(m, q, x) - evalCorrection(m, bf, x)).sort((a, b) => a - b);
+  return Math.exp(d[d.length >> 1]!) / 2;
 }
-
-const ratioMemo = new WeakMap<OpModel, Map<string, number>>();
 
 /**
  * 8-bit GEMM groups of a source ("<backend>/<version>") that run no faster than its own bf16 GEMM on compute-bound
@@ -254,11 +249,33 @@ export function fallbackFp8Gemms(cal: SystemCalibration, source: string): string
  */
 export function headBlindAttention(cal: SystemCalibration, source: string): string[] {
   const m = cal.sources[source]?.context_attention;
-  if (!m) return [];
+  return Object.keys(m?.groups ?? {}).sort().filter((g) => headRatio(m!, g) < 1);
+}
+
+/** Latency of 64 query heads over 8 query heads, both on 8 KV heads (4096-token prompts), of one group's model. */
+function headRatio(m: OpModel, g: string): number {
   // ln latency = correction + ln SOL, and the SOL grows with the query heads.
-  const at = (g: GroupModel, heads: number): number =>
-    evalCorrection(m, g, FEATURES.context_attention.features({ batch: 1, seq: 4096, heads, kv_heads: 8 })) + Math.log(heads);
-  return Object.keys(m.groups).sort().filter((g) => at(m.groups[g]!, 64) < at(m.groups[g]!, 8));
+  const at = (heads: number): number =>
+    evalCorrection(m, m.groups[g]!, FEATURES.context_attention.features({ batch: 1, seq: 4096, heads, kv_heads: 8 })) + Math.log(heads);
+  return Math.exp(at(64) - at(8));
+}
+
+/**
+ * Groups whose rows timed a kernel serving does not run (unservedMxfp4, fallbackFp8Gemms, headBlindAttention),
+ * recorded with the outliers by `perf:fit` so the tables take those groups from the nearest sound source.
+ */
+export function findUnservedGroups(cal: SystemCalibration): ExcludedGroup[] {
+  const out: ExcludedGroup[] = [];
+  const r2 = (x: number): number => Number(x.toFixed(2));
+  for (const source of Object.keys(cal.sources).sort()) {
+    const ops = cal.sources[source]!;
+    if (unservedMxfp4(ops.moe)) out.push({ source, op: 'moe', group: 'mxfp4', ratio: r2(mxfp4Ratio(ops.moe)!), reason: 'unserved kernel' });
+    for (const group of fallbackFp8Gemms(cal, source)) out.push({ source, op: 'gemm', group, ratio: r2(fp8Ratio(ops.gemm, group)!), reason: 'fallback kernel' });
+    for (const group of headBlindAttention(cal, source)) {
+      out.push({ source, op: 'context_attention', group, ratio: r2(headRatio(ops.context_attention!, group)), reason: 'query-head-blind kernel' });
+    }
+  }
+  return out;
 }
 
 /** Sources in the order a (backend, version) borrows from: same backend by version distance, then the others. */
@@ -271,9 +288,8 @@ function borrowOrder(cal: SystemCalibration, backend: string, version: string, o
 const resolvedMemo = new WeakMap<SystemCalibration, Map<string, OpModel | undefined>>();
 
 /**
- * The op model a (backend, version) uses: its plan source's groups, where a group is excluded as an outlier
- * (or is an unserved MXFP4 table, a fallback 8-bit GEMM or a query-head-blind attention kernel: unservedMxfp4,
- * fallbackFp8Gemms, headBlindAttention) the same group of the nearest source that is not, and groups
+ * The op model a (backend, version) uses: its plan source's groups, where a group is excluded (an outlier, or a
+ * kernel serving does not run: the calibration's `excluded`) the same group of the nearest source that is not, and groups
  * (dtypes) it never measured from the nearest version of the same backend that did (MXFP4: else from another
  * engine on the same GPU).
  */
@@ -286,9 +302,6 @@ export function resolvedModel(cal: SystemCalibration, backend: string, version: 
   let out = base;
   if (base) {
     const excluded = new Set((cal.excluded ?? []).filter((e) => e.op === op).map((e) => `${e.source}|${e.group}`));
-    if (op === 'moe') for (const k of Object.keys(cal.sources)) if (unservedMxfp4(cal.sources[k]!.moe)) excluded.add(`${k}|mxfp4`);
-    if (op === 'gemm') for (const k of Object.keys(cal.sources)) for (const g of fallbackFp8Gemms(cal, k)) excluded.add(`${k}|${g}`);
-    if (op === 'context_attention') for (const k of Object.keys(cal.sources)) for (const g of headBlindAttention(cal, k)) excluded.add(`${k}|${g}`);
     const order = [primary!, ...borrowOrder(cal, backend, version, op).filter((k) => k !== primary)]
       .filter((k) => sameLattice(base, cal.sources[k]![op]!));
     const groups: Record<string, GroupModel> = {};

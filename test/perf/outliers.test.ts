@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fallbackFp8Gemms, findOutlierGroups, headBlindAttention, loadCalibration, resolvedModel, unservedMxfp4, type SystemCalibration } from '../../src/perf/calibration.js';
+import { fallbackFp8Gemms, findOutlierGroups, findUnservedGroups, headBlindAttention, loadCalibration, resolvedModel, unservedMxfp4, type SystemCalibration } from '../../src/perf/calibration.js';
 import { servingMoeRows, pickMoeDistribution } from '../../src/perf/aic.js';
 import type { OpModel } from '../../src/perf/model.js';
 import { loadSystem } from '../../src/inputs/systems.js';
@@ -109,5 +109,18 @@ describe('prefill attention timed without its query heads', () => {
     const src = await loadPerfSource({ system: loadSystem('h200_sxm'), backend: 'vllm', version: '0.19.0' });
     const at = (heads: number) => src.contextAttention({ batch: 1, seq: 8192, heads, kvHeads: 8, headDim: 128, dtype: 'bfloat16', kvDtype: 'bfloat16', window: 0 });
     expect(at(64)).toBeGreaterThan(4 * at(8));
+  });
+});
+
+describe('groups of kernels serving does not run', () => {
+  it('are recorded by the fit with their reason, as the rules find them', () => {
+    for (const sys of ['h200_sxm', 'b200_sxm']) {
+      const cal = loadCalibration(sys)!;
+      const found = findUnservedGroups(cal);
+      expect(cal.excluded!.filter((e) => e.reason)).toEqual(found);
+    }
+    const h200 = findUnservedGroups(loadCalibration('h200_sxm')!);
+    expect(h200.filter((e) => e.reason === 'fallback kernel').map((e) => `${e.source} ${e.group}`)).toEqual(['vllm/0.14.0 fp8', 'vllm/0.14.0 fp8_block']);
+    expect(h200.filter((e) => e.reason === 'query-head-blind kernel').every((e) => e.source === 'vllm/0.19.0' && e.ratio < 1)).toBe(true);
   });
 });
