@@ -57,6 +57,26 @@ describe('scheduler details of aggregated serving', () => {
     expect(p.requestLatencyMs).toBeGreaterThan(burst);
   });
 
+  it('in steady state each prompt rides on a decode step of its own: TPOT pays one mixed step per prompt', () => {
+    // 16 clients with 1024 output tokens: about one prompt arrives per step, so a mixed step carries one
+    // prompt and its fixed costs (every expert's weights at prefill sizes) are not shared by eight prompts.
+    const ctx = testCtx('Qwen/Qwen3-30B-A3B', { backend: 'trtllm', version: '1.2.0rc5', workload: { isl: 1024, osl: 1024 } });
+    const cfg = { tp: 1, pp: 1, dp: 1, moeTp: 1, moeEp: 1, batchSize: 16, maxNumTokens: 8192 };
+    const p = aggPoint(ctx, cfg, 16, aggMemory(ctx, cfg) as MemoryPicture);
+    // A request lives 1023 decode iterations and one prefill iteration.
+    const perPrompt = (p.tpotMs - p.decodeStepMs) * 1024 / 16;
+    // mixedStepMs prices eight prompts in one step (the full budget); one prompt alone costs more than an eighth.
+    const packed = (p.mixedStepMs - p.decodeStepMs) / 8;
+    expect(perPrompt).toBeGreaterThan(1.5 * packed);
+    // With attention data parallelism the engine batches prompts across ranks: priced packed.
+    const dp = { ...cfg, tp: 1, dp: 2, moeEp: 2, batchSize: 32 };
+    const q = aggPoint(ctx, dp, 32, aggMemory(ctx, dp) as MemoryPicture);
+    const perPromptDp = (q.tpotMs - q.decodeStepMs) * 1024 / 32;
+    const packedDp = (q.mixedStepMs - q.decodeStepMs) / 16; // about 16 prompts fill the two ranks' budgets
+    expect(perPromptDp).toBeGreaterThan(0.9 * packedDp);
+    expect(perPromptDp).toBeLessThan(1.1 * packedDp);
+  });
+
   it('SGLang pays host time per running request', () => {
     const ctx = testCtx('meta-llama/Llama-3.1-8B', { backend: 'sglang', version: '0.5.9' });
     const vctx = testCtx('meta-llama/Llama-3.1-8B', { backend: 'vllm', version: '0.12.0' });
