@@ -193,8 +193,11 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
         const si = Math.ceil((e.sharedExperts * e.sharedIntermediateSize) / tp);
         shared = gemmMs(perf, qc, gd, T, 2 * si, h) + gemmMs(perf, qc, gd, T, h, si);
       }
+      // The experts serve every attention-dp rank's tokens: the step's own, not dp x the busiest rank's (one
+      // prompt on one rank of four is one prompt of expert work).
+      const moeTokens = Math.min(T * dp, shape.pfBatch * shape.pfSeq + shape.dcBatch);
       const moeQ: MoeQuery = {
-        dtype: ctx.moeDtype, tokens: balancedEquivalentTokens(T * dp, e.topK, e.numExperts), hidden: h,
+        dtype: ctx.moeDtype, tokens: balancedEquivalentTokens(moeTokens, e.topK, e.numExperts), hidden: h,
         inter: e.expertIntermediateSize, topk: e.topK, experts: expertSlots(e.numExperts, layout.moeEp),
         moeTp: layout.moeTp, moeEp: layout.moeEp,
       };

@@ -31,6 +31,18 @@ describe('step latencies', () => {
     const single = stepCost(ctx, { ...L, tp: 1, moeTp: 1 }, { pfBatch: 0, pfSeq: 0, pfPrefix: 0, dcBatch: 8, dcKv: 2000 });
     expect(single.byOp.allreduce ?? 0).toBe(0);
   });
+  it("with attention data parallelism the experts serve the step's tokens, not dp x the busiest rank's", () => {
+    const ds = testCtx('deepseek-ai/DeepSeek-V3', { backend: 'trtllm', version: '1.2.0rc5', kv: 'fp8' });
+    const dep = { tp: 1, pp: 1, dp: 4, moeTp: 1, moeEp: 4 };
+    const tep = { tp: 4, pp: 1, dp: 1, moeTp: 1, moeEp: 4 };
+    const shape = (pfBatch: number) => ({ pfBatch, pfSeq: 4096, pfPrefix: 0, dcBatch: 0, dcKv: 0 });
+    // One prompt on one of four ranks: as much expert work as the same prompt under tensor parallelism.
+    const one = stepCost(ds, dep, shape(1)).byOp.moe_experts!;
+    expect(one).toBeCloseTo(stepCost(ds, tep, shape(1)).byOp.moe_experts!, 6);
+    // Four prompts, one per rank, are four prompts of expert work.
+    expect(stepCost(ds, dep, shape(4)).byOp.moe_experts!).toBeCloseTo(stepCost(ds, tep, shape(4)).byOp.moe_experts!, 6);
+    expect(stepCost(ds, dep, shape(4)).byOp.moe_experts!).toBeGreaterThan(2 * one);
+  });
   it('a cached prefix makes the prefill cheaper', () => {
     const full = stepCost(ctx, L, { pfBatch: 1, pfSeq: 4000, pfPrefix: 0, dcBatch: 0, dcKv: 0 }).ms;
     const reuse = stepCost(ctx, L, { pfBatch: 1, pfSeq: 1000, pfPrefix: 3000, dcBatch: 0, dcKv: 0 }).ms;
