@@ -175,10 +175,17 @@ export function disaggPoint(ctx: EngineContext, cfg: DisaggConfig, clients: numb
     const tpot = tpotAt(running);
     // Decode slots bound the rate only when there are more clients than slots.
     const decodeCap = clients <= Dp.workers * nMax ? Infinity : (Dp.workers * nMax) / (D * tpotAt(nMax));
-    // Prefill batch grows with load: prompts waiting while a step runs join the next one.
-    const g = Math.max(1, Math.min(gMax, Math.ceil((rate / P.workers) * single)));
+    // Prefill batch grows with load: prompts waiting while a step runs join the next one, and a bigger step
+    // takes longer, so more wait for the step after it (fixed point, from the single-prompt step up).
+    const perWorker = rate / P.workers;
+    let g = Math.max(1, Math.min(gMax, Math.ceil(perWorker * single)));
+    for (let i = 0; i < 8; i++) {
+      const next = Math.max(1, Math.min(gMax, Math.ceil(perWorker * prefillAt(g))));
+      if (next <= g) break;
+      g = next;
+    }
     const pf = prefillAt(g);
-    const rho = Math.min(0.95, (rate / P.workers) * (pf / g));
+    const rho = Math.min(0.95, perWorker * (pf / g));
     const pQueue = (rho / (2 * (1 - rho))) * pf;
     // The first round arrives as one burst of every client's prompt and drains through the prefill pool.
     const steady = pQueue + pf;

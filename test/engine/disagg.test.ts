@@ -28,6 +28,17 @@ describe('disagg prefill batching and queueing', () => {
     expect(at(256).metrics.ttftMs).toBeGreaterThan(at(64).metrics.ttftMs);
     expect(at(256, 2).metrics.ttftMs).toBeLessThan(at(256).metrics.ttftMs);
   });
+  it('a prefill worker that more than one prompt reaches per single-prompt step runs full steps', () => {
+    const cfg = { prefill: pool(4, 1, 2), decode: pool(4, 256, 4) };
+    const mem = disaggMemory(ctx, cfg) as { prefill: MemoryPicture; decode: MemoryPicture };
+    const p = disaggPoint(ctx, cfg, 768, mem);
+    const single = disaggPoint(ctx, cfg, 1, mem).prefillMs;
+    expect((p.requestsPerS / 1000 / 2) * single).toBeGreaterThan(1);
+    // Prompts pile up while a step runs, the next step is longer, more pile up: the steps fill their budget
+    // (8 prompts of 1000 tokens), not the two that arrive during a single-prompt step.
+    expect(p.bound).toBe('prefill');
+    expect(p.prefillMs).toBeGreaterThan(4 * single);
+  });
   it('the decode batch settles where Little law holds on each decode worker', () => {
     const cfg = { prefill: pool(4, 1, 2), decode: pool(4, 512, 2) };
     const mem = disaggMemory(ctx, cfg) as { prefill: MemoryPicture; decode: MemoryPicture };
