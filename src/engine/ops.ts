@@ -145,8 +145,12 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
         }));
       }
       if (dcB > 0) {
+        // Engines that free the KV blocks behind a sliding window hold only the window's tokens of those layers,
+        // so their decode kernel reads no more (measured kernels given the whole cache may read it all).
+        const freed = k.window > 0 && prof.kvWindowSavesMemory;
         add(t, 'attention_decode', n * perf.generationAttention({
-          batch: dcB, kvLen: shape.dcKv, heads, kvHeads: kvh, headDim: m.headDim, kvDtype: ctx.kvDtype, window: k.window,
+          batch: dcB, kvLen: freed ? Math.min(shape.dcKv, k.window) : shape.dcKv, heads, kvHeads: kvh, headDim: m.headDim,
+          kvDtype: ctx.kvDtype, window: freed ? 0 : k.window,
         }));
       }
       add(t, 'proj_gemm', n * gemmMs(perf, qc, gd, T, h, heads * m.headDim));

@@ -43,6 +43,20 @@ describe('step latencies', () => {
     expect(stepCost(ds, dep, shape(4)).byOp.moe_experts!).toBeCloseTo(stepCost(ds, tep, shape(4)).byOp.moe_experts!, 6);
     expect(stepCost(ds, dep, shape(4)).byOp.moe_experts!).toBeGreaterThan(2 * one);
   });
+  it('engines that free the KV behind a sliding window read only the window in decode', () => {
+    // A kernel table that reads the whole cache whatever the window (as vLLM's measured decode kernel did).
+    const base = testCtx('openai/gpt-oss-120b');
+    const perf = Object.create(base.perf) as typeof base.perf;
+    perf.generationAttention = (q) => base.perf.generationAttention({ ...q, window: 0 });
+    const decode = (backend: 'vllm' | 'trtllm', kv: number) => {
+      const ctx = { ...testCtx('openai/gpt-oss-120b', { backend, version: backend === 'vllm' ? '0.12.0' : '1.2.0rc5' }), perf };
+      return stepCost(ctx, { tp: 4, pp: 1, dp: 1, moeTp: 4, moeEp: 1 }, { pfBatch: 0, pfSeq: 0, pfPrefix: 0, dcBatch: 8, dcKv: kv }).byOp.attention_decode!;
+    };
+    // Half of gpt-oss's layers have a 128-token window: vLLM holds 128 tokens there, so only the full layers grow.
+    const growth = (b: 'vllm' | 'trtllm') => decode(b, 16384) - decode(b, 8192);
+    expect(growth('vllm')).toBeGreaterThan(0);
+    expect(growth('vllm')).toBeLessThan(0.6 * growth('trtllm'));
+  });
   it('a cached prefix makes the prefill cheaper', () => {
     const full = stepCost(ctx, L, { pfBatch: 1, pfSeq: 4000, pfPrefix: 0, dcBatch: 0, dcKv: 0 }).ms;
     const reuse = stepCost(ctx, L, { pfBatch: 1, pfSeq: 1000, pfPrefix: 3000, dcBatch: 0, dcKv: 0 }).ms;
