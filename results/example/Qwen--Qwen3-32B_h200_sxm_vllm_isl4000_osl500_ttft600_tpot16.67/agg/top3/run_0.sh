@@ -31,7 +31,7 @@ CUDA_VISIBLE_DEVICES='0,1,2,3,4,5,6,7' DYN_SYSTEM_PORT='8081' DYN_VLLM_KV_EVENT_
     --pipeline-parallel-size '1' \
     --data-parallel-size '1' \
     --max-num-seqs '36' \
-    --max-num-batched-tokens '16384' \
+    --max-num-batched-tokens '8192' \
     --max-model-len '5120' \
     --kv-cache-dtype 'auto' &
 pids+=("$!")
