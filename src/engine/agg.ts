@@ -98,7 +98,8 @@ export function aggPoint(ctx: EngineContext, cfg: AggConfig, clients: number, me
   // prompts, not by a full budget of them; pipeline stages each run a micro-batch of their own. Attention-dp
   // ranks and lockstep rounds batch their prompts together.
   const gPriced = cfg.dp === 1 && !prof.lockstep ? Math.min(g, gSteady * pp) : g;
-  const perChunk = ((gPriced === g ? tFull : gPriced === gSteady ? tOwn : pfStep(gPriced)) - (mixes ? tDec : 0)) / gPriced;
+  const tPriced = gPriced === g ? tFull : gPriced === gSteady ? tOwn : pfStep(gPriced);
+  const perChunk = (tPriced - (mixes ? tDec : 0)) / gPriced;
   // Prefill chunks of one request lifetime of all n sequences, and the iterations they need at g per step.
   // Prompts longer than the budget are chunked, and chunked prefill fills each step's budget with tokens of
   // whichever prompts wait (the tail of one and the head of the next), so the steps needed are the prompt
