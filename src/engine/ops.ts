@@ -306,7 +306,8 @@ function moeCommMs(ctx: EngineContext, layout: ParallelLayout, T: number, perf: 
   const cross = crossesNode(ctx, gpus);
   if (dp > 1 && layout.moeEp >= ALLTOALL_EP_MIN) {
     // Dispatch each token to its top-k experts' GPUs and combine the results back: only routed copies move.
-    const elements = T * h * Math.min(ctx.model.moe?.topK ?? 1, layout.moeEp);
+    // The tp ranks of a dp group hold the same tokens after attention, so each dispatches a 1/tp share.
+    const elements = Math.ceil(T / tp) * h * Math.min(ctx.model.moe?.topK ?? 1, layout.moeEp);
     return 2 * perf.nccl('alltoall', { dtype: 'bfloat16', gpus, elements, crossNode: cross });
   }
   if (dp > 1) {

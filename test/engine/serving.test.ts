@@ -43,6 +43,14 @@ describe('step latencies', () => {
     expect(stepCost(ds, dep, shape(4)).byOp.moe_experts!).toBeCloseTo(stepCost(ds, tep, shape(4)).byOp.moe_experts!, 6);
     expect(stepCost(ds, dep, shape(4)).byOp.moe_experts!).toBeGreaterThan(2 * one);
   });
+  it("with tp inside each dp group, each tp rank dispatches a share of its group's tokens to the experts", () => {
+    const ctx = testCtx('MiniMaxAI/MiniMax-M2.5', { system: 'b200_sxm' });
+    const shape = (prompts: number) => ({ pfBatch: prompts, pfSeq: 1024, pfPrefix: 0, dcBatch: 0, dcKv: 0 });
+    // 16 GPUs both ways, one 1024-token prompt per dp group: four tp ranks split a group's dispatch.
+    const tpGroups = stepCost(ctx, { tp: 4, pp: 1, dp: 4, moeTp: 1, moeEp: 16 }, shape(4)).byOp.moe_comm!;
+    const singles = stepCost(ctx, { tp: 1, pp: 1, dp: 16, moeTp: 1, moeEp: 16 }, shape(16)).byOp.moe_comm!;
+    expect(tpGroups).toBeLessThan(0.5 * singles);
+  });
   it('engines that free the KV behind a sliding window read only the window in decode', () => {
     // A kernel table that reads the whole cache whatever the window (as vLLM's measured decode kernel did).
     const base = testCtx('openai/gpt-oss-120b');
