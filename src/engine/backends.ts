@@ -93,6 +93,13 @@ export interface BackendProfile {
    * kernels; SGLang's runs show no such gap.
    */
   attentionKernelsApart: boolean;
+  /**
+   * Whether the tensor-parallel all-reduce runs through NCCL rather than the engine's custom one-/two-shot
+   * kernels (whose measured tables price it otherwise). TRT-LLM's AUTO strategy before its 1.1 releases chose
+   * NCCL on Hopper (its 1.0.0rc3 H100 runs measure TP8 decode 15-25% slower than the custom kernel prices);
+   * its 1.0 tables on A100 and L40S measure the custom kernel that those runs match.
+   */
+  allReduceViaNccl?: boolean;
 }
 
 function range(start: number, end: number, step: number): number[] {
@@ -235,7 +242,8 @@ export function backendProfile(backend: Backend, version: string, gpu: GpuFacts)
   const atLeast = (v: string) => /^\d/.test(version) && compareVersions(version, v) >= 0;
   const chunk = backend === 'sglang' ? sglangChunkedPrefill(version, gpu.memGiB, atLeast) : 0;
   const large = backend === 'vllm' && vllmLargeGpu(gpu);
-  const key = `${backend}@${version}@${chunk}@${large}`;
+  const hopper = /H100|H200/i.test(gpu.name);
+  const key = `${backend}@${version}@${chunk}@${large}@${hopper}`;
   const hit = cache.get(key);
   if (hit) return hit;
   const p: BackendProfile = { ...BASE[backend], version };
@@ -244,6 +252,7 @@ export function backendProfile(backend: Backend, version: string, gpu: GpuFacts)
     // 0.22 raised the default gpu-memory-utilization handling; async scheduling (0.11+) hides most host time.
     if (atLeast('0.22')) p.memoryFraction = 0.92;
   }
+  if (backend === 'trtllm' && atLeast('1.0') && !atLeast('1.1') && hopper) p.allReduceViaNccl = true;
   if (backend === 'sglang') {
     p.maxNumTokens = chunk;
     // Measured runs of 0.5.1-0.5.5 keep the clients in lockstep (long TTFT, clean decode); later versions

@@ -3,7 +3,7 @@
 // every shape here is per GPU after the tp / dp / moe splits.
 import { DTYPE_BYTES, type Dtype, type ModelSpec } from '../inputs/types.js';
 import { isMoeLayer } from '../inputs/params.js';
-import type { MoeQuery, PerfSource } from '../perf/types.js';
+import type { CommQuery, MoeQuery, PerfSource } from '../perf/types.js';
 import { computeFlops, peaksOf, type Peaks } from '../perf/sol.js';
 import type { EngineContext, ParallelLayout } from './types.js';
 import { profileOf, type BackendProfile } from './backends.js';
@@ -124,9 +124,9 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
   const qc: QuantCtx = { peaks: peaksOf(perf === ctx.perf ? ctx.system : ctx.decodeSystem ?? ctx.system), prof };
   const heads = Math.max(1, Math.ceil(m.numHeads / tp));
   const cross = crossesNode(ctx, tp);
-  const arOne = tp > 1 ? perf.allReduce({ dtype: 'bfloat16', gpus: tp, elements: T * h, crossNode: cross }) : 0;
+  const arOne = tp > 1 ? tpAllReduce(prof, perf, { dtype: 'bfloat16', gpus: tp, elements: T * h, crossNode: cross }) : 0;
   // Q/K norms over all heads: each token's two fp32 partial variances (8 bytes) are summed across the ranks.
-  const arQkNorm = m.qkNorm === 'across_heads' && tp > 1 ? perf.allReduce({ dtype: 'bfloat16', gpus: tp, elements: 4 * T, crossNode: cross }) : 0;
+  const arQkNorm = m.qkNorm === 'across_heads' && tp > 1 ? tpAllReduce(prof, perf, { dtype: 'bfloat16', gpus: tp, elements: 4 * T, crossNode: cross }) : 0;
   const norm = perf.elementwise({ bytes: 2 * T * h * 2 });
   const attnDtype: Dtype = 'bfloat16';
   const sharedAside = T <= SHARED_ASIDE_MAX_TOKENS && (prof.sharedExpertsAside === 'always'
@@ -316,5 +316,10 @@ function moeCommMs(ctx: EngineContext, layout: ParallelLayout, T: number, perf: 
     const scatter = perf.nccl('reduce_scatter', { dtype: 'bfloat16', gpus, elements, crossNode: cross });
     return gather + scatter;
   }
-  return perf.allReduce({ dtype: 'bfloat16', gpus: tp, elements: T * h, crossNode: cross });
+  return tpAllReduce(profileOf(ctx), perf, { dtype: 'bfloat16', gpus: tp, elements: T * h, crossNode: cross });
+}
+
+/** A tensor-parallel all-reduce as the engine runs it: its custom kernels, or NCCL where the engine picks that. */
+function tpAllReduce(prof: BackendProfile, perf: PerfSource, q: CommQuery): number {
+  return prof.allReduceViaNccl ? perf.nccl('all_reduce', q) : perf.allReduce(q);
 }

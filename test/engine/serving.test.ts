@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { estimateAgg, estimateDisagg, isRefusal, kvTransferMs, stepCost, layerKinds } from '../../src/engine/index.js';
 import { balancedEquivalentTokens } from '../../src/engine/ops.js';
 import { hostOverheadMs } from '../../src/engine/steps.js';
+import { backendProfile } from '../../src/engine/backends.js';
+import { loadSystem } from '../../src/inputs/systems.js';
 import type { AggEstimate, DisaggEstimate } from '../../src/engine/types.js';
 import { agg, pool, testCtx } from './helpers.js';
 
@@ -42,6 +44,22 @@ describe('step latencies', () => {
     // Four prompts, one per rank, are four prompts of expert work.
     expect(stepCost(ds, dep, shape(4)).byOp.moe_experts!).toBeCloseTo(stepCost(ds, tep, shape(4)).byOp.moe_experts!, 6);
     expect(stepCost(ds, dep, shape(4)).byOp.moe_experts!).toBeGreaterThan(2 * one);
+  });
+  it('TRT-LLM 1.0 on Hopper all-reduces through NCCL; later versions and other GPUs use the custom kernels', () => {
+    const gpu = (s: string) => loadSystem(s).gpu;
+    expect(backendProfile('trtllm', '1.0.0rc3', gpu('h100_sxm')).allReduceViaNccl).toBe(true);
+    expect(backendProfile('trtllm', '1.2.0rc5', gpu('h100_sxm')).allReduceViaNccl).toBeFalsy();
+    expect(backendProfile('trtllm', '1.0.0', gpu('a100_sxm')).allReduceViaNccl).toBeFalsy();
+    expect(backendProfile('vllm', '0.12.0', gpu('h100_sxm')).allReduceViaNccl).toBeFalsy();
+    // A perf source whose NCCL all-reduce is ten times its custom one shows which one a step paid.
+    const price = (version: string) => {
+      const base = testCtx('meta-llama/Llama-3.1-8B', { system: 'h100_sxm', backend: 'trtllm', version });
+      const perf = Object.create(base.perf) as typeof base.perf;
+      perf.nccl = (c, q) => (c === 'all_reduce' ? 10 * base.perf.allReduce(q) : base.perf.nccl(c, q));
+      const step = { pfBatch: 0, pfSeq: 0, pfPrefix: 0, dcBatch: 16, dcKv: 2000 };
+      return stepCost({ ...base, perf }, { tp: 8, pp: 1, dp: 1, moeTp: 8, moeEp: 1 }, step).byOp.allreduce!;
+    };
+    expect(price('1.0.0rc3')).toBeCloseTo(10 * price('1.2.0rc5'), 6);
   });
   it("with tp inside each dp group, each tp rank dispatches a share of its group's tokens to the experts", () => {
     const ctx = testCtx('MiniMaxAI/MiniMax-M2.5', { system: 'b200_sxm' });
