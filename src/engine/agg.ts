@@ -110,9 +110,14 @@ export function aggPoint(ctx: EngineContext, cfg: AggConfig, clients: number, me
   const iters = mixes ? Math.max(life, nMix) : life;
   const tIter = tDec + prefillWork / iters;
   const engineWait = (iters - life) * tIter;
-  // A new prompt waits for the running step; an overlap scheduler has already scheduled the next one as well
-  // (and hands the prompt's first token out a step late: outputLagSteps below).
-  const residual = (0.5 + (prof.outputLagSteps ?? 0)) * tDec;
+  // A new prompt waits for the step in flight, which is length-biased: it arrives during a long mixed step more
+  // often than that step's share of the steps, so the mean remaining time is E[step^2] / (2 E[step]) over a
+  // request lifetime's steps. An overlap scheduler has already scheduled the next step as well (and hands the
+  // prompt's first token out a step late: outputLagSteps below).
+  const mixSteps = Math.min(iters, ((n - 1) * k) / gSteady); // the other clients' prompts
+  const decSteps = iters - mixSteps;
+  const inFlight = (mixSteps * tOwn * tOwn + decSteps * tDec * tDec) / (2 * (mixSteps * tOwn + decSteps * tDec));
+  const residual = inFlight + (prof.outputLagSteps ?? 0) * tDec;
   // The first round arrives at once and queues behind the whole burst of prompts.
   const burstTtft = ((Math.ceil(nMix) + 1) / 2) * tFull;
   let ttftPrefill: number;

@@ -77,6 +77,18 @@ describe('scheduler details of aggregated serving', () => {
     expect(perPromptDp).toBeLessThan(1.1 * packedDp);
   });
 
+  it('a new prompt arrives during a long mixed step more often than its share of the steps', () => {
+    const ctx = testCtx('meta-llama/Llama-3.1-70B', { gemm: 'fp8', kv: 'fp8', workload: { isl: 8000, osl: 100 } });
+    const cfg = agg(4, 64);
+    const mem = aggMemory(ctx, cfg) as MemoryPicture;
+    const busy = aggPoint(ctx, cfg, 64, mem);
+    // 64 prompts of 8000 tokens per 100-token lifetime: most of the time is spent in steps that carry a prompt,
+    // so the step in flight is most likely a long one, not a decode step.
+    expect(busy.ttftParts.residual).toBeGreaterThan(0.25 * busy.mixedStepMs);
+    // One client: its own prompt is the only one, so it waits for half a decode step.
+    const idle = aggPoint(ctx, cfg, 1, mem);
+    expect(idle.ttftParts.residual).toBeLessThan(idle.mixedStepMs / 50);
+  });
   it('SGLang pays host time per running request', () => {
     const ctx = testCtx('meta-llama/Llama-3.1-8B', { backend: 'sglang', version: '0.5.9' });
     const vctx = testCtx('meta-llama/Llama-3.1-8B', { backend: 'vllm', version: '0.12.0' });
