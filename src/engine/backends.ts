@@ -226,7 +226,7 @@ function sglangChunkedPrefill(version: string, gpuMemGiB: number, atLeast: (v: s
   return gpuMemGiB < 60 ? 4096 : gpuMemGiB < 160 ? 8192 : 16384;
 }
 
-/** What the engines' defaults look at: the GPU's memory and, for vLLM, whether it is an A100. */
+/** What the engines' defaults look at: the GPU's memory, for vLLM whether it is an A100, for TRT-LLM 1.0 whether it is a Hopper GPU. */
 export type GpuFacts = Pick<SystemSpec['gpu'], 'memGiB' | 'name'>;
 
 /**
