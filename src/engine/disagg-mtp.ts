@@ -20,12 +20,14 @@ export function acceptedPerStep(spec: { draft: number; acceptance: number }): nu
 
 /**
  * The speculation a measured run used: checkpoints that ship MTP layers on TRT-LLM or SGLang (vLLM needs an
- * explicit speculative config). Runs whose record carries the planner's worker counts were generated with
- * the checkpoint's own MTP depth; hand-written recipe sweeps (no worker counts) use the recipes' depth.
+ * explicit speculative config). Hand-written recipe sweeps (no worker counts) use the recipes' depth. Runs
+ * whose record carries the planner's worker counts were generated with the checkpoint's own MTP depth on
+ * SGLang; the TRT-LLM ones ran without it (their TPOT matches plain decoding: TPOT MAPE 27 -> 23% and TTFT
+ * 62 -> 47% priced so, while SGLang's planner runs match MTP).
  */
 export function rowSpeculation(model: ModelSpec, backend: Backend, plannerConfig: boolean): { draft: number; acceptance: number } | undefined {
   const layers = model.mtpLayers ?? 0;
-  if (layers <= 0 || backend === 'vllm') return undefined;
+  if (layers <= 0 || backend === 'vllm' || (plannerConfig && backend === 'trtllm')) return undefined;
   return { draft: plannerConfig ? layers : Math.max(layers, RECIPE_MTP_DEPTH), acceptance: MTP_ACCEPTANCE };
 }
 

@@ -95,8 +95,10 @@ describe('recorded layouts and deployments', () => {
 describe('multi-token prediction in the decode pool', () => {
   const trt = testCtx('deepseek-ai/DeepSeek-V3', { system: 'b200_sxm', backend: 'trtllm', version: '1.2.0rc5', workload: { isl: 1024, osl: 1024 } });
   const L = { tp: 8, pp: 1, dp: 1, moeTp: 1, moeEp: 8 };
-  it('measured runs of MTP checkpoints on TRT-LLM and SGLang ran their MTP layers; vLLM and plain models did not', () => {
-    expect(rowSpeculation(trt.model, 'trtllm', true)).toEqual({ draft: 1, acceptance: MTP_ACCEPTANCE });
+  it('measured runs of MTP checkpoints ran their MTP layers (TRT-LLM recipe sweeps, SGLang); TRT-LLM planner runs, vLLM and plain models did not', () => {
+    expect(rowSpeculation(trt.model, 'sglang', true)).toEqual({ draft: 1, acceptance: MTP_ACCEPTANCE });
+    expect(rowSpeculation(trt.model, 'trtllm', true)).toBeUndefined();
+    expect(rowSpeculation(trt.model, 'trtllm', false)?.draft).toBe(3);
     expect(rowSpeculation(trt.model, 'sglang', false)?.draft).toBe(3);
     expect(rowSpeculation(trt.model, 'vllm', true)).toBeUndefined();
     expect(rowSpeculation(testCtx('meta-llama/Llama-3.1-70B').model, 'trtllm', true)).toBeUndefined();
