@@ -129,11 +129,10 @@ export interface RowInputs {
   perf: PerfSource;
 }
 
-/**
- * Acceptance of each draft position in the measured agg runs, fitted on them (2.5 tokens per step at depth 3):
- * the benchmarks' synthetic prompts accept fewer drafts than the 85-90% reported on real text.
- */
-export const AGG_ROW_MTP_ACCEPTANCE = 0.7;
+/** Runs the planner generated (its configuration database, or recorded worker counts), not recipe sweeps. */
+function plannerRun(row: Row): boolean {
+  return /config_id=/.test(row.silicon_data_source ?? '') || !!(row.decode_num_workers || row.prefill_num_workers);
+}
 
 /** Estimate one row (context built by the caller from its model, system and engine). */
 export function estimateRow(row: Row, inp: RowInputs): Estimate | Refusal {
@@ -144,19 +143,15 @@ export function estimateRow(row: Row, inp: RowInputs): Estimate | Refusal {
     workload: { isl: int(row.isl), osl: int(row.osl), prefix: 0 },
   };
   const conc = rowConcurrency(row);
+  const spec = rowSpeculation(inp.model, inp.backend, { mode: row.mode === 'disagg' ? 'disagg' : 'agg', planner: plannerRun(row) });
+  if (spec) ctx.speculation = spec;
   if (row.mode === 'disagg') {
-    const planner = !!(row.decode_num_workers || row.prefill_num_workers);
-    const spec = rowSpeculation(inp.model, inp.backend, planner);
-    if (spec) ctx.speculation = spec;
     let cfg = rowDisaggConfig(row, inp.backend, inp.version, inp.system.gpu);
     cfg = { prefill: cfg.prefill, decode: wideEpLayout(ctx, cfg.decode) };
     // Rows that leave the worker counts blank ran a deployment sized to their concurrency.
-    if (conc && !planner) cfg = sizeUnrecordedPools(ctx, cfg, conc);
+    if (conc && !(row.decode_num_workers || row.prefill_num_workers)) cfg = sizeUnrecordedPools(ctx, cfg, conc);
     return estimateDisagg(ctx, cfg, { concurrency: conc });
   }
-  // Measured agg runs of MTP checkpoints on TRT-LLM / SGLang used the recipes' speculative decoding.
-  const aggSpec = rowSpeculation(inp.model, inp.backend, false);
-  if (aggSpec) ctx.speculation = { ...aggSpec, acceptance: AGG_ROW_MTP_ACCEPTANCE };
   // A recorded tp that cannot split the heads (or spans boards) ran attention data parallel (wide EP).
   const { workers: _w, ...aggCfg } = wideEpLayout(ctx, { ...rowAggConfig(row, inp.backend, inp.version, inp.system.gpu), workers: 1 });
   return estimateAgg(ctx, aggCfg, { concurrency: conc, replicas: rowAggReplicas(row) });

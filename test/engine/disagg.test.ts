@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { estimateDisagg, isRefusal } from '../../src/engine/index.js';
 import { disaggMemory, disaggPoint, prefillBatchCap, sizeUnrecordedPools, wideEpLayout } from '../../src/engine/disagg.js';
-import { MTP_ACCEPTANCE, acceptedPerStep, decodeTpotMs, rowSpeculation } from '../../src/engine/disagg-mtp.js';
+import { AGG_ROW_MTP_ACCEPTANCE, MTP_ACCEPTANCE, acceptedPerStep, decodeTpotMs, rowSpeculation } from '../../src/engine/disagg-mtp.js';
 import { decodeStepMs, hostOverheadMs } from '../../src/engine/steps.js';
 import { estimateRow } from '../../src/engine/rows.js';
 import type { DisaggEstimate, MemoryPicture } from '../../src/engine/types.js';
@@ -96,12 +96,16 @@ describe('multi-token prediction in the decode pool', () => {
   const trt = testCtx('deepseek-ai/DeepSeek-V3', { system: 'b200_sxm', backend: 'trtllm', version: '1.2.0rc5', workload: { isl: 1024, osl: 1024 } });
   const L = { tp: 8, pp: 1, dp: 1, moeTp: 1, moeEp: 8 };
   it('measured runs of MTP checkpoints ran their MTP layers (TRT-LLM recipe sweeps, SGLang); TRT-LLM planner runs, vLLM and plain models did not', () => {
-    expect(rowSpeculation(trt.model, 'sglang', true)).toEqual({ draft: 1, acceptance: MTP_ACCEPTANCE });
-    expect(rowSpeculation(trt.model, 'trtllm', true)).toBeUndefined();
-    expect(rowSpeculation(trt.model, 'trtllm', false)?.draft).toBe(3);
-    expect(rowSpeculation(trt.model, 'sglang', false)?.draft).toBe(3);
-    expect(rowSpeculation(trt.model, 'vllm', true)).toBeUndefined();
-    expect(rowSpeculation(testCtx('meta-llama/Llama-3.1-70B').model, 'trtllm', true)).toBeUndefined();
+    const planner = { mode: 'disagg', planner: true } as const;
+    const recipe = { mode: 'disagg', planner: false } as const;
+    expect(rowSpeculation(trt.model, 'sglang', planner)).toEqual({ draft: 1, acceptance: MTP_ACCEPTANCE });
+    expect(rowSpeculation(trt.model, 'trtllm', planner)).toBeUndefined();
+    expect(rowSpeculation(trt.model, 'trtllm', recipe)?.draft).toBe(3);
+    expect(rowSpeculation(trt.model, 'sglang', recipe)?.draft).toBe(3);
+    expect(rowSpeculation(trt.model, 'trtllm', { mode: 'agg', planner: false })).toEqual({ draft: 3, acceptance: AGG_ROW_MTP_ACCEPTANCE });
+    expect(rowSpeculation(trt.model, 'trtllm', { mode: 'agg', planner: true })).toBeUndefined();
+    expect(rowSpeculation(trt.model, 'vllm', planner)).toBeUndefined();
+    expect(rowSpeculation(testCtx('meta-llama/Llama-3.1-70B').model, 'trtllm', planner)).toBeUndefined();
     expect(acceptedPerStep({ draft: 1, acceptance: 0.85 })).toBeCloseTo(0.85, 9);
     expect(acceptedPerStep({ draft: 3, acceptance: 0.5 })).toBeCloseTo(0.875, 9);
   });
