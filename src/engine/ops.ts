@@ -213,7 +213,7 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
       add(t, 'moe_experts', n * experts);
       // Beside the routed experts on a second stream only the part of the shared experts that outlasts them shows.
       add(t, 'moe_shared', n * (sharedAside ? Math.max(0, shared - experts) : shared));
-      add(t, 'moe_comm', n * moeCommMs(ctx, layout, T, perf));
+      add(t, 'moe_comm', n * moeCommMs(ctx, prof, layout, T, perf));
     }
   }
   // Embedding, final norm, logits (one row per sequence that samples a token in this step).
@@ -298,7 +298,7 @@ const ALLTOALL_EP_MIN = 16;
  * Communication around the expert layer. With attention DP the MoE group gathers every rank's tokens
  * (all-gather before, reduce-scatter after); with attention TP only it is the usual TP all-reduce.
  */
-function moeCommMs(ctx: EngineContext, layout: ParallelLayout, T: number, perf: PerfSource): number {
+function moeCommMs(ctx: EngineContext, prof: BackendProfile, layout: ParallelLayout, T: number, perf: PerfSource): number {
   const { tp, dp } = layout;
   const h = ctx.model.hiddenSize;
   const gpus = tp * dp;
@@ -316,7 +316,7 @@ function moeCommMs(ctx: EngineContext, layout: ParallelLayout, T: number, perf: 
     const scatter = perf.nccl('reduce_scatter', { dtype: 'bfloat16', gpus, elements, crossNode: cross });
     return gather + scatter;
   }
-  return tpAllReduce(profileOf(ctx), perf, { dtype: 'bfloat16', gpus: tp, elements: T * h, crossNode: cross });
+  return tpAllReduce(prof, perf, { dtype: 'bfloat16', gpus: tp, elements: T * h, crossNode: cross });
 }
 
 /** A tensor-parallel all-reduce as the engine runs it: its custom kernels, or NCCL where the engine picks that. */

@@ -129,9 +129,14 @@ export interface RowInputs {
   perf: PerfSource;
 }
 
+/** Whether a disagg row records its worker counts (rows that leave them blank are sized to their concurrency). */
+function workersRecorded(row: Row): boolean {
+  return !!(row.decode_num_workers || row.prefill_num_workers);
+}
+
 /** Runs the planner generated (its configuration database, or recorded worker counts), not recipe sweeps. */
 function plannerRun(row: Row): boolean {
-  return /config_id=/.test(row.silicon_data_source ?? '') || !!(row.decode_num_workers || row.prefill_num_workers);
+  return /config_id=/.test(row.silicon_data_source ?? '') || workersRecorded(row);
 }
 
 /** Estimate one row (context built by the caller from its model, system and engine). */
@@ -148,8 +153,7 @@ export function estimateRow(row: Row, inp: RowInputs): Estimate | Refusal {
   if (row.mode === 'disagg') {
     let cfg = rowDisaggConfig(row, inp.backend, inp.version, inp.system.gpu);
     cfg = { prefill: cfg.prefill, decode: wideEpLayout(ctx, cfg.decode) };
-    // Rows that leave the worker counts blank ran a deployment sized to their concurrency.
-    if (conc && !(row.decode_num_workers || row.prefill_num_workers)) cfg = sizeUnrecordedPools(ctx, cfg, conc);
+    if (conc && !workersRecorded(row)) cfg = sizeUnrecordedPools(ctx, cfg, conc);
     return estimateDisagg(ctx, cfg, { concurrency: conc });
   }
   // A recorded tp that cannot split the heads (or spans boards) ran attention data parallel (wide EP).
