@@ -3,8 +3,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadSystem } from '../src/inputs/systems.js';
 import { dataPath, referencePath } from '../src/util/paths.js';
-import { FEATURES, type ModelOp, type OpModel } from '../src/perf/model.js';
-import { commGroupKey, DEFAULT_FIT, fitGroup, fitMoeRouting, hostRoutedFrom } from '../src/perf/fit.js';
+import { FEATURES, GEMM_M_ALIGN, type ModelOp, type OpModel } from '../src/perf/model.js';
+import { commGroupKey, DEFAULT_FIT, fitGroup, fitMoeRouting, hostRoutedFrom, unalignedMFactor } from '../src/perf/fit.js';
 import { listRefTables, readRefTable, REF_FILE_OP, sourceKey, type RefTable } from '../src/perf/reference.js';
 import { OP_SPECS, type Row } from '../src/perf/tables.js';
 import { dtypeBytes, peaksOf, type Peaks } from '../src/perf/sol.js';
@@ -22,26 +22,25 @@ const only = argOf('--system');
 function fitOp(op: ModelOp, peaks: Peaks, rows: Row[]): OpModel {
   const def = FEATURES[op];
   const spec = OP_SPECS[op];
-  const byGroup = new Map<string, { xs: number[][]; ys: number[]; box: number[] }>();
+  const byGroup = new Map<string, Row[]>();
   for (const r of rows) {
-    const solMs = spec.sol(peaks, r);
-    if (!(solMs > 0)) continue;
+    if (!(spec.sol(peaks, r) > 0)) continue;
     const g = def.group(r);
-    let e = byGroup.get(g);
-    if (!e) byGroup.set(g, (e = { xs: [], ys: [], box: spec.axisCols.flatMap(() => [Infinity, -Infinity]) }));
-    spec.axisCols.forEach((c, i) => {
-      const v = r[c] as number;
-      if (v < e!.box[2 * i]!) e!.box[2 * i] = v;
-      if (v > e!.box[2 * i + 1]!) e!.box[2 * i + 1] = v;
-    });
-    e.xs.push(def.features(r));
-    e.ys.push(Math.log((r.latency_ms as number) / solMs));
+    if (!byGroup.has(g)) byGroup.set(g, []);
+    byGroup.get(g)!.push(r);
   }
   const groups: OpModel['groups'] = {};
   for (const g of [...byGroup.keys()].sort()) {
-    const e = byGroup.get(g)!;
-    if (e.xs.length < 8) continue;
-    groups[g] = { ...fitGroup(def, e.xs, e.ys), box: e.box };
+    const gr = byGroup.get(g)!;
+    if (gr.length < 8) continue;
+    // A GEMM kernel that pays for unaligned m: its surfaces price aligned m, the factor the rest.
+    const unaligned = op === 'gemm' ? unalignedMFactor(gr) : undefined;
+    const box = spec.axisCols.flatMap((c) => gr.reduce(([lo, hi], r) => [Math.min(lo, r[c] as number), Math.max(hi, r[c] as number)], [Infinity, -Infinity]));
+    const ys = gr.map((r) => {
+      const y = Math.log((r.latency_ms as number) / spec.sol(peaks, r));
+      return unaligned && (r.m as number) % GEMM_M_ALIGN !== 0 ? y - Math.log(unaligned) : y;
+    });
+    groups[g] = { ...fitGroup(def, gr.map((r) => def.features(r)), ys), box, ...(unaligned ? { unalignedM: unaligned } : {}) };
   }
   return { features: def.names, lo: def.lo, hi: def.hi, scale: DEFAULT_FIT.scale, groups };
 }

@@ -161,6 +161,15 @@ function groupsMeta(cal: SystemCalibration | undefined, backend: Backend, versio
   return Object.keys(out).length ? { groups_from: out } : {};
 }
 
+/**
+ * meta.yaml entry for GEMM dtypes whose kernel pays for m off GEMM_M_ALIGN: the tables hold aligned m (their grid
+ * is aligned but for m = 1), the lookup applies the factor (see TablePerfSource.gemm).
+ */
+function unalignedMeta(m: OpModel | undefined): { gemm_unaligned_m?: Record<string, number> } {
+  const out = Object.fromEntries(Object.entries(m?.groups ?? {}).filter(([, g]) => g.unalignedM).map(([dtype, g]) => [dtype, g.unalignedM!]));
+  return Object.keys(out).length ? { gemm_unaligned_m: out } : {};
+}
+
 /** Synthesize every table of one (system, backend, version). */
 export function synthesize(sys: SystemSpec, backend: Backend, version: string, cal = loadCalibration(sys.name)): TableSet {
   const peaks = peaksOf(sys);
@@ -279,6 +288,7 @@ export function synthesize(sys: SystemSpec, backend: Backend, version: string, c
     generator: 'npm run perf:build',
     sources: Object.fromEntries(Object.entries(plan.sourceByOp).map(([op, src]) => [op, src.replace('/', ' ')])),
     ...groupsMeta(cal, backend, version, plan),
+    ...unalignedMeta(model('gemm')),
     ...(cal?.nccl ? { nccl: cal.nccl.version } : {}),
   });
   return { meta, files };

@@ -41,6 +41,8 @@ export interface TableMeta {
   /** A borrowed version stores no copy: its tables are those of this sibling version directory. */
   tables_from?: string;
   generator?: string;
+  /** GEMM dtypes whose kernel pays for m off GEMM_M_ALIGN, with the factor (the tables price aligned m). */
+  gemm_unaligned_m?: Record<string, number>;
   [extra: string]: unknown;
 }
 
@@ -134,7 +136,9 @@ function openOurDir(dir: string, system: SystemSpec, fallback: PerfSource): Perf
     return OpTable.fromRows(OP_SPECS[op], peaks, rows);
   };
   const model = kind === 'synthesized' && meta ? modelProvider(system, meta.backend as Backend, meta.version) : undefined;
-  return new TablePerfSource(system, info, provide, fallback, model);
+  // Facts of the tables themselves live in the meta.yaml beside them.
+  const tablesMeta = meta?.tables_from ? readMeta(filesDir) : meta;
+  return new TablePerfSource(system, info, provide, fallback, model, tablesMeta?.gemm_unaligned_m);
 }
 
 /** The calibrated op model a synthesized directory was built from, for keys its tables do not list. */

@@ -81,6 +81,12 @@ export const FEATURES: Record<ModelOp, FeatureDef> = {
   },
 };
 
+/**
+ * Token counts that block-scaled GEMM kernels take without padding: their per-token activation scales are read
+ * by TMA in 16-byte rows (four fp32 scales), so an m off that multiple costs the engine a padded copy.
+ */
+export const GEMM_M_ALIGN = 4;
+
 /** Expert routings the reference MoE tables measure: every token copy on an expert of its own, or power-law skew. */
 export const MOE_DISTRIBUTIONS = ['balanced', 'power_law_1.01', 'power_law_1.2'] as const;
 
@@ -117,6 +123,11 @@ export interface GroupModel {
    * efficiency of the nearest measured shape (roofline transfer) instead of extrapolating its surfaces.
    */
   box?: number[];
+  /**
+   * GEMM: latency factor when m is not a multiple of GEMM_M_ALIGN, where the group's kernel pays for it (its
+   * surfaces then price aligned m; see unalignedMFactor).
+   */
+  unalignedM?: number;
   /** MoE: the routing of the group's own rows when the reference measured no balanced routing. */
   distribution?: string;
   /** MoE: per other routing, ln(its measured latency / this group's model), on the MOE_ROUTING lattice. */

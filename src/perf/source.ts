@@ -2,7 +2,7 @@
 // with a fallback source for ops or dtypes the tables lack.
 import type { SystemSpec } from '../inputs/types.js';
 import { OpTable } from './grid.js';
-import { MOE_DISTRIBUTIONS } from './model.js';
+import { GEMM_M_ALIGN, MOE_DISTRIBUTIONS } from './model.js';
 import { GemmFast } from './gemm-fast.js';
 import * as sol from './sol.js';
 import { DTYPE_FALLBACK, OP_SPECS, type OpName, type Row } from './tables.js';
@@ -32,6 +32,8 @@ export class TablePerfSource implements PerfSource {
     private readonly provide: TableProvider,
     private readonly fallback?: PerfSource,
     private readonly model?: ModelProvider,
+    /** GEMM dtypes whose kernel pays for m off GEMM_M_ALIGN, with the factor (the tables price aligned m). */
+    private readonly gemmUnalignedM: Record<string, number> = {},
   ) {
     this.peaks = sol.peaksOf(system);
   }
@@ -75,7 +77,7 @@ export class TablePerfSource implements PerfSource {
     }
     if (this.gemmFast) {
       const v = this.gemmFast.lookup(q.dtype, q.m, q.n, q.k) ?? this.lookup('gemm', { dtype: q.dtype, m: q.m, n: q.n, k: q.k }, 'dtype');
-      if (v !== undefined) return v;
+      if (v !== undefined) return q.m % GEMM_M_ALIGN !== 0 ? v * (this.gemmUnalignedM[q.dtype] ?? 1) : v;
     }
     return this.fb().gemm(q);
   }

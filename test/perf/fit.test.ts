@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fitGroup, fitMoeRouting, hostRoutedFrom, moeKernelRoles } from '../../src/perf/fit.js';
+import { fitGroup, fitMoeRouting, hostRoutedFrom, moeKernelRoles, unalignedMFactor } from '../../src/perf/fit.js';
 import type { Row } from '../../src/perf/tables.js';
 import { evalCorrection, FEATURES, LOW_LATENCY, MOE_MIN_LATENCY_TOKENS, type GroupModel, type OpModel } from '../../src/perf/model.js';
 import { clampToBox, groupFor, decodeSurface, encodeSurface, modelLatency, pickSource, versionKey, type SystemCalibration } from '../../src/perf/calibration.js';
@@ -38,6 +38,19 @@ describe('op-model fit', () => {
     expect(at(1)).toBeCloseTo(at(4), 12);
     expect(at(1)).toBeLessThan(Math.exp(0.5));
     expect(clampToBox('gemm', g, { dtype: 'bfloat16', m: 1, n: 100000, k: 1024 })).toMatchObject({ m: 4, n: 8192, k: 1024 });
+  });
+
+  it('finds the factor a GEMM kernel pays for m off its alignment, and none where it pays nothing', () => {
+    const rows = (slow: number): Row[] => {
+      const out: Row[] = [];
+      for (const m of [4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048]) for (const n of [1024, 4096, 8192]) {
+        const lat = 0.01 * Math.sqrt(m) * (n / 1024);
+        out.push({ dtype: 'fp8_block', m, n, k: 4096, latency_ms: lat }, { dtype: 'fp8_block', m: m + 1, n, k: 4096, latency_ms: lat * slow });
+      }
+      return out;
+    };
+    expect(unalignedMFactor(rows(1.26))).toBeCloseTo(1.26, 3);
+    expect(unalignedMFactor(rows(1.03))).toBeUndefined();
   });
 
   it('tells served MoE kernels from the other kernel of a pair and from non-gated FFNs', () => {

@@ -48,6 +48,15 @@ describe('perf source (bundled tables)', () => {
     }
   });
 
+  it('prices m off the block-FP8 kernel alignment as its tables say, and leaves other GEMMs smooth', async () => {
+    // vLLM 0.19.0 on H200 measured its block-FP8 GEMM about 1.26x slower at m = 4097 than at 4096.
+    const src = await loadPerfSource({ system: h200, backend: 'vllm', version: '0.19.0' });
+    const ratio = (dtype: 'fp8_block' | 'bfloat16', m: number): number => src.gemm({ dtype, m: m + 1, n: 7168, k: 4096 }) / src.gemm({ dtype, m, n: 7168, k: 4096 });
+    expect(ratio('fp8_block', 4096)).toBeGreaterThan(1.15);
+    expect(ratio('fp8_block', 4097)).toBeCloseTo(1, 2);
+    expect(ratio('bfloat16', 4096)).toBeLessThan(1.02);
+  });
+
   it('decode attention grows with kv length and batch; prefill with sequence', async () => {
     const src = await loadPerfSource({ system: h200, backend: 'sglang', version: '0.5.9' });
     const p = peaksOf(h200);
