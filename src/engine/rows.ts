@@ -33,8 +33,11 @@ const QUANT: Record<string, Dtype> = {
 /** Weight formats a row asks for: gemm/moe quant modes, else precision, else the checkpoint's. */
 export function rowDtypes(row: Row, model: ModelSpec): { gemmDtype: Dtype; moeDtype: Dtype; kvDtype: Dtype } {
   const p = QUANT[row.precision ?? ''];
-  const gemm = QUANT[row.gemm_quant_mode ?? ''] ?? p ?? model.quant.gemmDtype;
-  let moe = QUANT[row.moe_quant_mode ?? ''] ?? p ?? model.quant.moeDtype;
+  // "fp8" names the run's precision, not its kernel: an engine serves a block-scaled FP8 checkpoint with its
+  // block scales (it cannot re-scale the weights per tensor), so such rows ran the block-FP8 kernels.
+  const asServed = (d: Dtype | undefined, own: Dtype): Dtype | undefined => (d === 'fp8' && own === 'fp8_block' ? own : d);
+  const gemm = asServed(QUANT[row.gemm_quant_mode ?? ''] ?? p, model.quant.gemmDtype) ?? model.quant.gemmDtype;
+  let moe = asServed(QUANT[row.moe_quant_mode ?? ''] ?? p, model.quant.moeDtype) ?? model.quant.moeDtype;
   // Native mxfp4 experts (gpt-oss) stay mxfp4 whatever the dense layers use: "fp8" and "fp4" runs of such a
   // checkpoint quantize activations at most (TRT-LLM's W4A8 path on Hopper), the expert weights stay MXFP4.
   if (model.quant.moeDtype === 'mxfp4' && (moe === 'nvfp4' || moe === 'fp8' || !row.moe_quant_mode)) moe = 'mxfp4';

@@ -33,5 +33,8 @@ describe('e2e rows', () => {
     expect(rowDtypes({ precision: 'fp4', gemm_quant_mode: 'nvfp4', moe_quant_mode: 'nvfp4' }, oss).moeDtype).toBe('mxfp4');
     // An "fp8" gpt-oss run keeps the checkpoint's MXFP4 experts (fp8 activations at most): no fp8 experts exist.
     expect(rowDtypes({ precision: 'fp8', gemm_quant_mode: 'fp8', moe_quant_mode: 'fp8' }, oss).moeDtype).toBe('mxfp4');
+    // An "fp8" run of a block-scaled FP8 checkpoint serves its block scales; a bf16 checkpoint quantizes per tensor.
+    const minimax = findBundled('MiniMaxAI/MiniMax-M2.5')!;
+    expect(rowDtypes({ precision: 'fp8', gemm_quant_mode: 'fp8', moe_quant_mode: 'fp8' }, minimax)).toMatchObject({ gemmDtype: 'fp8_block', moeDtype: 'fp8_block' });
   });
 });
