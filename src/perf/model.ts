@@ -91,18 +91,20 @@ export const GEMM_M_ALIGN = 4;
 export const MOE_DISTRIBUTIONS = ['balanced', 'power_law_1.01', 'power_law_1.2'] as const;
 
 /**
- * How routing skew changes an expert layer's latency, relative to its group's model (fitted on one routing): tokens
- * and tokens per expert (every second octave), the expert FFN slice and the experts per GPU. Skew activates fewer
- * distinct experts (less weight traffic) but piles tokens onto the hot ones (and onto the GPU holding them), so
- * the ratio falls below 1 for small batches and rises well above it for large ones.
+ * How routing skew changes an expert layer's latency, relative to its group's model (fitted on one routing): the
+ * expert FFN slice and the experts per GPU, tokens per expert (every second octave) and the expert-parallel
+ * ranks. Skew activates fewer distinct experts (less weight traffic) but piles tokens onto the hot ones and onto
+ * the rank holding them, so the ratio falls below 1 for small batches on one GPU and rises well above it for
+ * large ones; across ranks it does so from the first token (one token at EP 8-32: 1.8-2.1x balanced on H200
+ * SGLang, where balanced routing spreads the copies over the ranks; 1.0x at EP 1).
  */
 export const MOE_ROUTING: FeatureDef = {
-  names: ['log2_tokens/2', 'log2_inter_per_tp', 'log2_experts_per_ep', 'log2_tokens_per_expert/2'],
-  lo: [0, 5, 0, -3], hi: [8, 14, 9, 6],
+  names: ['log2_inter_per_tp', 'log2_experts_per_ep', 'log2_tokens_per_expert/2', 'log2_ep'],
+  lo: [5, 0, -3, 0], hi: [14, 9, 6, 8],
   group: (r) => FEATURES.moe.group(r),
   features: (r) => {
     const f = FEATURES.moe.features(r);
-    return [f[0]! / 2, f[2]!, f[3]!, f[4]! / 2];
+    return [f[2]!, f[3]!, f[4]! / 2, l2(num(r, 'moe_ep'))];
   },
 };
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { fitGroup, fitMoeRouting, hostRoutedFrom, moeKernelRoles, unalignedMFactor } from '../../src/perf/fit.js';
 import type { Row } from '../../src/perf/tables.js';
-import { evalCorrection, FEATURES, LOW_LATENCY, MOE_MIN_LATENCY_TOKENS, type GroupModel, type OpModel } from '../../src/perf/model.js';
+import { evalCorrection, FEATURES, LOW_LATENCY, MOE_MIN_LATENCY_TOKENS, MOE_ROUTING, type GroupModel, type OpModel } from '../../src/perf/model.js';
 import { clampToBox, groupFor, decodeSurface, encodeSurface, modelLatency, pickSource, versionKey, type SystemCalibration } from '../../src/perf/calibration.js';
 
 describe('op-model fit', () => {
@@ -89,6 +89,26 @@ describe('op-model fit', () => {
     expect(at(4096, 'power_law_1.2')! / at(4096)!).toBeCloseTo(2, 1);
     // A routing the group has no model for is not priced (the tables leave it out).
     expect(at(4096, 'power_law_1.01')).toBeUndefined();
+  });
+
+  it('prices the skew across expert-parallel ranks from the first token', () => {
+    // Balanced routing spreads a token's copies over the ranks; skew sends them to the rank holding the hot
+    // experts, whatever the expert count: 1x on one GPU, 2x at EP 16, back toward 1x when every rank holds one
+    // expert (H200 SGLang measured 1.0, 1.8, 2.1, 1.9, 1.2x at EP 1, 8, 16, 64, 128).
+    const rows: Row[] = [];
+    const skewAt = (moe_ep: number): number => 1 + Math.sin((Math.PI * Math.log2(moe_ep)) / 8);
+    for (const experts of [64, 128, 256])
+      for (const moe_ep of [1, 2, 4, 8, 16, 32, 64].filter((e) => e <= experts))
+        for (const tokens of [1, 2, 4, 8, 16])
+          for (const distribution of ['balanced', 'power_law_1.2'])
+            rows.push({ dtype: 'fp8', hidden: 4096, inter: 1536, topk: 8, experts, moe_tp: 1, moe_ep, tokens, distribution, kernel: 'k',
+              latency_ms: distribution === 'balanced' ? 0.05 : 0.05 * skewAt(moe_ep) });
+    const routing = fitMoeRouting(rows, 'balanced', () => 0.05).get('fp8')!['power_law_1.2']!;
+    const model: OpModel = { features: MOE_ROUTING.names, lo: MOE_ROUTING.lo, hi: MOE_ROUTING.hi, scale: 0.002, groups: {} };
+    let worst = 0;
+    for (const r of rows.filter((x) => x.distribution !== 'balanced'))
+      worst = Math.max(worst, Math.abs(Math.exp(evalCorrection(model, routing, MOE_ROUTING.features(r))) / skewAt(r.moe_ep as number) - 1));
+    expect(worst).toBeLessThan(0.02);
   });
 
   it('stores surfaces compactly and losslessly', () => {
