@@ -162,8 +162,8 @@ function groupsMeta(cal: SystemCalibration | undefined, backend: Backend, versio
 }
 
 /**
- * meta.yaml entry for GEMM dtypes whose kernel pays for m off GEMM_M_ALIGN: the tables hold aligned m (their grid
- * is aligned but for m = 1), the lookup applies the factor (see TablePerfSource.gemm).
+ * meta.yaml entry for GEMM dtypes whose kernel pays for m off GEMM_M_ALIGN: the tables price every m as the
+ * aligned kernel runs it, the lookup applies the factor (see TablePerfSource.gemm).
  */
 function unalignedMeta(m: OpModel | undefined): { gemm_unaligned_m?: Record<string, number> } {
   const out = Object.fromEntries(Object.entries(m?.groups ?? {}).filter(([, g]) => g.unalignedM).map(([dtype, g]) => [dtype, g.unalignedM!]));

@@ -149,7 +149,7 @@ export const UNALIGNED_M_MIN = 1.1;
 /**
  * The latency factor a GEMM group pays when m is not a multiple of GEMM_M_ALIGN, or undefined when it pays none:
  * the median of latency(m + 1) / latency(m) over the rows measured at both an aligned m and the token after it
- * (same n, k). vLLM 0.19.0's block-FP8 GEMM on H100 / H200 measures 1.26x, GB200 TRT-LLM's 1.44x; every
+ * (same n, k). vLLM 0.19.0's block-FP8 GEMM on H100 / H200 measures 1.26-1.27x, GB200 TRT-LLM's 1.46x; every
  * other group measured at most 1.06x.
  */
 export function unalignedMFactor(rows: Row[]): number | undefined {
