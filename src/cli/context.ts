@@ -7,7 +7,7 @@ import { loadPerfSource } from '../perf/index.js';
 import { loadCorrectionProfile } from '../validate/profile.js';
 import type { EngineContext } from '../engine/types.js';
 import type { Backend, ModelSpec } from '../inputs/types.js';
-import type { Row, RowInputs } from '../engine/rows.js';
+import { releaseOfBuild, type Row, type RowInputs } from '../engine/rows.js';
 import type { CommonInputs } from './options.js';
 
 /** `extra.model`: the already resolved model of `inputs.hfId` (callers that build many contexts resolve it once). */
@@ -69,8 +69,11 @@ export function resolveRowInputs(row: Row, perfData?: string): Promise<RowInputs
       try {
         engine = resolveEngine(system, row.backend as Backend, row.backend_version || undefined);
       } catch {
+        // A version we do not support: the release a pre-release build was cut ahead of, else the system's default.
+        const support = system.backends[row.backend as Backend];
+        const release = support && row.backend_version ? releaseOfBuild(row.backend as Backend, row.backend_version, support.versions) : undefined;
         try {
-          engine = resolveEngine(system, row.backend as Backend); // version not supported: the system's default
+          engine = resolveEngine(system, row.backend as Backend, release);
         } catch (e) {
           return { refused: true as const, reason: (e as Error).message, family: model.family };
         }

@@ -4,7 +4,7 @@ import type { Backend, Dtype, ModelSpec, SystemSpec } from '../inputs/types.js';
 import type { PerfSource } from '../perf/types.js';
 import { estimateAgg, estimateDisagg, isRefusal } from './index.js';
 import type { AggConfig, DisaggConfig, EngineContext, Estimate, PoolConfig, Refusal } from './types.js';
-import { backendProfile, type GpuFacts } from './backends.js';
+import { backendProfile, compareVersions, type GpuFacts } from './backends.js';
 import { sizeUnrecordedPools, wideEpLayout } from './disagg.js';
 import { rowSpeculation } from './disagg-mtp.js';
 import { parse } from 'csv-parse/sync';
@@ -29,6 +29,20 @@ const QUANT: Record<string, Dtype> = {
   fp8: 'fp8', fp8_block: 'fp8_block', nvfp4: 'nvfp4', fp4: 'nvfp4', mxfp4: 'mxfp4', w4a16_mxfp4: 'mxfp4',
   int4_wo: 'int4_wo', int8_wo: 'int8_wo', bf16: 'bfloat16', bfloat16: 'bfloat16', fp16: 'float16', float16: 'float16',
 };
+
+/**
+ * Engine builds a row names by an image tag instead of a release, with the release they were cut ahead of:
+ * TRT-LLM's day-0 gpt-oss image was built from its dev branch before the 1.1 releases (on Hopper its
+ * all-reduce still goes through NCCL, see BackendProfile.allReduceViaNccl).
+ */
+const BUILT_BEFORE: Partial<Record<Backend, Record<string, string>>> = { trtllm: { 'gpt-oss-dev': '1.1' } };
+
+/** The supported release a pre-release build runs as (the newest before the release it preceded), if known. */
+export function releaseOfBuild(backend: Backend, version: string, supported: string[]): string | undefined {
+  const before = BUILT_BEFORE[backend]?.[version];
+  if (!before) return undefined;
+  return supported.filter((v) => compareVersions(v, before) < 0).sort(compareVersions).at(-1);
+}
 
 /** Weight formats a row asks for: gemm/moe quant modes, else precision, else the checkpoint's. */
 export function rowDtypes(row: Row, model: ModelSpec): { gemmDtype: Dtype; moeDtype: Dtype; kvDtype: Dtype } {

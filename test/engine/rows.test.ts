@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseCsv, rowAggConfig, rowConcurrency, rowDisaggConfig, rowDtypes } from '../../src/engine/rows.js';
+import { parseCsv, releaseOfBuild, rowAggConfig, rowConcurrency, rowDisaggConfig, rowDtypes } from '../../src/engine/rows.js';
 import { findBundled } from '../../src/inputs/registry.js';
 import { loadSystem } from '../../src/inputs/systems.js';
 
@@ -24,6 +24,12 @@ describe('e2e rows', () => {
     }, 'sglang', '0.5.9', loadSystem('h200_sxm').gpu);
     expect(d.prefill).toMatchObject({ tp: 4, workers: 1, batchSize: 1 });
     expect(d.decode).toMatchObject({ tp: 8, moeEp: 8, workers: 2, batchSize: 32 });
+  });
+  it('a pre-release build runs as the newest supported release before the one it preceded', () => {
+    const h200 = loadSystem('h200_sxm').backends.trtllm!.versions;
+    // TRT-LLM's day-0 gpt-oss image came from the dev branch ahead of 1.1: the 1.0 line, NCCL all-reduce on Hopper.
+    expect(releaseOfBuild('trtllm', 'gpt-oss-dev', h200)).toBe('1.0.0rc3');
+    expect(releaseOfBuild('trtllm', 'some-other-image', h200)).toBeUndefined();
   });
   it('weight formats from the quant columns; gpt-oss experts stay mxfp4; fp8 recipes use an fp8 KV cache', () => {
     const llama = findBundled('meta-llama/Llama-3.1-70B')!;
