@@ -63,13 +63,15 @@ export const FEATURES: Record<ModelOp, FeatureDef> = {
   },
   moe: {
     // Tokens routed to each expert (tokens x topk / experts) sets how full the expert GEMMs are; the expert math
-    // per GPU (tokens x topk x hidden x expert FFN / (TP x EP), every second octave) how busy the GPU is.
-    names: ['log2_tokens', 'log2_hidden', 'log2_inter_per_tp', 'log2_experts_per_ep', 'log2_tokens_per_expert', 'log2_work_per_gpu/2'],
-    lo: [0, 11, 5, 0, -6, 0], hi: [16, 13, 14, 9, 12, 24],
+    // per GPU (tokens x topk x hidden x expert FFN / (TP x EP), every second octave) how busy the GPU is. The
+    // expert-parallel ranks count apart from the work they leave each GPU (H100 TRT-LLM runs Kimi-K2's 384 experts
+    // 2.5x slower at EP 32 / 64 than at EP 16); the tokens follow from tokens per expert, experts per GPU and ranks.
+    names: ['log2_ep', 'log2_hidden', 'log2_inter_per_tp', 'log2_experts_per_ep', 'log2_tokens_per_expert', 'log2_work_per_gpu/2'],
+    lo: [0, 11, 5, 0, -6, 0], hi: [8, 13, 14, 9, 12, 24],
     // Rows of TRT-LLM's low-latency FP4 kernel form their own group (see MOE_MIN_LATENCY_TOKENS).
     group: (r) => (String(r.kernel ?? '').includes('min_latency') ? `${r.dtype}|${LOW_LATENCY}` : String(r.dtype)),
     features: (r) => [
-      l2(num(r, 'tokens')), l2(num(r, 'hidden')), l2(num(r, 'inter') / num(r, 'moe_tp')), l2(num(r, 'experts') / num(r, 'moe_ep')),
+      l2(num(r, 'moe_ep')), l2(num(r, 'hidden')), l2(num(r, 'inter') / num(r, 'moe_tp')), l2(num(r, 'experts') / num(r, 'moe_ep')),
       Math.log2((num(r, 'tokens') * num(r, 'topk')) / num(r, 'experts')),
       l2((num(r, 'tokens') * num(r, 'topk') * num(r, 'hidden') * num(r, 'inter')) / (num(r, 'moe_tp') * num(r, 'moe_ep'))) / 2,
     ],

@@ -111,6 +111,28 @@ describe('op-model fit', () => {
     expect(worst).toBeLessThan(0.02);
   });
 
+  it('prices expert-parallel ranks apart from the work they leave each GPU', () => {
+    // At equal work per GPU a wider EP can run slower (H100 TRT-LLM: Kimi-K2's 384 experts 2.5x slower at EP 32 / 64
+    // than at EP 16); here the factor peaks at EP 16 whatever the expert count and batch.
+    const epFactor = (ep: number): number => 1 + Math.sin((Math.PI * Math.log2(ep)) / 8);
+    const xs: number[][] = [];
+    const ys: number[] = [];
+    const rows: Row[] = [];
+    for (const experts of [64, 128, 256, 384])
+      for (const moe_ep of [1, 2, 4, 8, 16, 32, 64].filter((e) => e <= experts))
+        for (const tokens of [1, 16, 256, 4096]) {
+          const r: Row = { dtype: 'fp8', hidden: 4096, inter: 1536, topk: 8, experts, moe_tp: 1, moe_ep, tokens };
+          rows.push(r);
+          xs.push(FEATURES.moe.features(r));
+          ys.push(Math.log(epFactor(moe_ep)));
+        }
+    const g = fitGroup(FEATURES.moe, xs, ys);
+    const m: OpModel = { features: FEATURES.moe.names, lo: FEATURES.moe.lo, hi: FEATURES.moe.hi, scale: 0.002, groups: { fp8: g } };
+    let worst = 0;
+    rows.forEach((r, i) => { worst = Math.max(worst, Math.abs(Math.exp(evalCorrection(m, g, xs[i]!)) / epFactor(r.moe_ep as number) - 1)); });
+    expect(worst).toBeLessThan(0.01);
+  });
+
   it('stores surfaces compactly and losslessly', () => {
     const v = [0, 1, -1, 32767, -32768, 1234, 1240, 1238];
     expect(decodeSurface(encodeSurface(v))).toEqual(v);
