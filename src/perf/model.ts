@@ -106,7 +106,7 @@ export const MOE_ROUTING: FeatureDef = {
   group: (r) => FEATURES.moe.group(r),
   features: (r) => {
     const f = FEATURES.moe.features(r);
-    return [f[2]!, f[3]!, f[4]! / 2, l2(num(r, 'moe_ep'))];
+    return [f[2]!, f[3]!, f[4]! / 2, f[0]!];
   },
 };
 
