@@ -8,7 +8,8 @@
 // wait in its queue. Clients beyond n wait for a free slot (Little's law on the closed loop).
 import { memoryPicture } from './memory.js';
 import { profileOf } from './backends.js';
-import { decodeStepMs, hostOverheadMs, mixedStepMs, speculationOf } from './steps.js';
+import { decodeStepMs, hostOverheadMs, mixedStepMs } from './steps.js';
+import { speculationOf } from './speculation.js';
 import type { AggConfig, EngineContext, MemoryPicture } from './types.js';
 
 export interface AggPoint {

@@ -5,7 +5,7 @@ import type { PerfSource } from '../perf/types.js';
 import { BENCH_ROUNDS } from './agg.js';
 import { kvBytesPerToken, memoryPicture } from './memory.js';
 import { layoutRule } from './rules.js';
-import { acceptedPerStep, decodeTpotMs } from './disagg-mtp.js';
+import { acceptedPerStep, decodeTpotMs } from './speculation.js';
 import { profileOf } from './backends.js';
 import { hostOverheadMs, mixedStepMs } from './steps.js';
 import type { DisaggConfig, EngineContext, MemoryPicture, PoolConfig, Refusal } from './types.js';

@@ -6,7 +6,7 @@ import { estimateAgg, estimateDisagg, isRefusal } from './index.js';
 import type { AggConfig, DisaggConfig, EngineContext, Estimate, PoolConfig, Refusal } from './types.js';
 import { backendProfile, compareVersions, type GpuFacts } from './backends.js';
 import { sizeUnrecordedPools, wideEpLayout } from './disagg.js';
-import { rowSpeculation } from './disagg-mtp.js';
+import { rowSpeculation } from './speculation.js';
 import { parse } from 'csv-parse/sync';
 import { InputError } from '../util/errors.js';
 

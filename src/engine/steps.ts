@@ -65,24 +65,3 @@ export function mixedStepMs(
   const d = dec * (ctx.correction?.decodeFactor ?? 1);
   return { ms: pf + d, prefillMs: pf };
 }
-
-/** Speculative decoding of a context: draft tokens verified per step and tokens emitted per step. */
-export interface Speculation {
-  draft: number;
-  perStep: number;
-}
-
-const NO_SPEC: Speculation = { draft: 0, perStep: 1 };
-
-/**
- * Multi-token prediction the context runs (`ctx.speculation`, set for measured runs of MTP checkpoints on
- * TRT-LLM and SGLang): drafts verified per step and the expected tokens each step emits (a draft position
- * counts only when the ones before it were accepted).
- */
-export function speculationOf(ctx: EngineContext): Speculation {
-  const s = ctx.speculation;
-  if (!s || s.draft <= 0) return NO_SPEC;
-  let accepted = 0;
-  for (let k = 1; k <= s.draft; k++) accepted += s.acceptance ** k;
-  return { draft: s.draft, perStep: 1 + accepted };
-}

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { estimateDisagg, isRefusal } from '../../src/engine/index.js';
 import { disaggMemory, disaggPoint, prefillBatchCap, sizeUnrecordedPools, wideEpLayout } from '../../src/engine/disagg.js';
-import { AGG_ROW_MTP_ACCEPTANCE, MTP_ACCEPTANCE, acceptedPerStep, decodeTpotMs, rowSpeculation } from '../../src/engine/disagg-mtp.js';
+import { AGG_ROW_MTP_ACCEPTANCE, MTP_ACCEPTANCE, acceptedPerStep, decodeTpotMs, rowSpeculation } from '../../src/engine/speculation.js';
 import { decodeStepMs, hostOverheadMs } from '../../src/engine/steps.js';
 import { estimateRow } from '../../src/engine/rows.js';
 import type { DisaggEstimate, MemoryPicture } from '../../src/engine/types.js';

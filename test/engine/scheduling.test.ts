@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { estimateAgg, isRefusal } from '../../src/engine/index.js';
 import { aggMemory, aggPoint } from '../../src/engine/agg.js';
-import { speculationOf } from '../../src/engine/steps.js';
+import { speculationOf } from '../../src/engine/speculation.js';
 import { rowAggConfig, rowAggReplicas } from '../../src/engine/rows.js';
 import { backendProfile } from '../../src/engine/backends.js';
 import { loadSystem } from '../../src/inputs/systems.js';

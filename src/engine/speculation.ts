@@ -1,6 +1,7 @@
-// Multi-token prediction (speculative decoding with the checkpoint's own MTP layers) in a decode pool.
-// An estimate runs it only when its context says so (`ctx.speculation`): our generated deployments do not
-// enable it, while most measured runs of MTP checkpoints on TRT-LLM and SGLang did (see `rowSpeculation`).
+// Multi-token prediction (speculative decoding with the checkpoint's own MTP layers), in agg replicas and in
+// disagg decode pools. An estimate runs it only when its context says so (`ctx.speculation`): our generated
+// deployments do not enable it, while most measured runs of MTP checkpoints on TRT-LLM and SGLang did (see
+// `rowSpeculation`).
 import type { ModelSpec, Backend } from '../inputs/types.js';
 import type { PerfSource } from '../perf/types.js';
 import { decodeStepMs, hostOverheadMs } from './steps.js';
@@ -16,6 +17,19 @@ export function acceptedPerStep(spec: { draft: number; acceptance: number }): nu
   let accepted = 0;
   for (let k = 1; k <= spec.draft; k++) accepted += spec.acceptance ** k;
   return accepted;
+}
+
+/** Speculative decoding of a context: draft tokens verified per step and tokens emitted per step. */
+export interface Speculation {
+  draft: number;
+  perStep: number;
+}
+
+/** The speculation a context runs (`ctx.speculation`): drafts verified per step and the expected tokens each step emits. */
+export function speculationOf(ctx: EngineContext): Speculation {
+  const s = ctx.speculation;
+  if (!s || s.draft <= 0) return { draft: 0, perStep: 1 };
+  return { draft: s.draft, perStep: 1 + acceptedPerStep(s) };
 }
 
 /**
