@@ -3,8 +3,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadSystem } from '../src/inputs/systems.js';
 import { dataPath, referencePath } from '../src/util/paths.js';
-import { FEATURES, GEMM_M_ALIGN, type ModelOp, type OpModel } from '../src/perf/model.js';
-import { commGroupKey, DEFAULT_FIT, fitGroup, fitMoeRouting, hostRoutedFrom, unalignedMFactor } from '../src/perf/fit.js';
+import { FEATURES, GEMM_M_ALIGN, LOW_LATENCY, type ModelOp, type OpModel } from '../src/perf/model.js';
+import { commGroupKey, DEFAULT_FIT, fitGroup, fitMoeRouting, hostRoutedFrom, routesOf, unalignedMFactor } from '../src/perf/fit.js';
 import { listRefTables, readRefTable, REF_FILE_OP, sourceKey, type RefTable } from '../src/perf/reference.js';
 import { OP_SPECS, type Row } from '../src/perf/tables.js';
 import { dtypeBytes, peaksOf, type Peaks } from '../src/perf/sol.js';
@@ -40,7 +40,8 @@ function fitOp(op: ModelOp, peaks: Peaks, rows: Row[]): OpModel {
       const y = Math.log((r.latency_ms as number) / spec.sol(peaks, r));
       return unaligned && (r.m as number) % GEMM_M_ALIGN !== 0 ? y - Math.log(unaligned) : y;
     });
-    groups[g] = { ...fitGroup(def, gr.map((r) => def.features(r)), ys), box, ...(unaligned ? { unalignedM: unaligned } : {}) };
+    const routes = op === 'moe' && g.endsWith(`|${LOW_LATENCY}`) ? routesOf(gr) : undefined;
+    groups[g] = { ...fitGroup(def, gr.map((r) => def.features(r)), ys), box, ...(unaligned ? { unalignedM: unaligned } : {}), ...(routes ? { routes } : {}) };
   }
   return { features: def.names, lo: def.lo, hi: def.hi, scale: DEFAULT_FIT.scale, groups };
 }

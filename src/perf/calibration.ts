@@ -1,7 +1,7 @@
 // Calibration files (data/calibration/<system>.json): fitted op-model coefficients per reference source.
 import { existsSync, readFileSync } from 'node:fs';
 import { dataPath } from '../util/paths.js';
-import { FEATURES, LOW_LATENCY, MOE_MIN_LATENCY_TOKENS, MOE_ROUTING, evalCorrection, type GroupModel, type ModelOp, type OpModel } from './model.js';
+import { FEATURES, LOW_LATENCY, MOE_MIN_LATENCY_TOKENS, MOE_ROUTING, evalCorrection, withinRoutes, type GroupModel, type ModelOp, type OpModel } from './model.js';
 import { DTYPE_FALLBACK, OP_SPECS, type Row } from './tables.js';
 
 export interface SystemCalibration {
@@ -413,10 +413,10 @@ function withinBounds(m: OpModel, g: GroupModel, x: number[], from = 0): boolean
 export function groupFor(op: ModelOp, m: OpModel, r: Row): GroupModel | undefined {
   const def = FEATURES[op];
   const g = def.group(r);
-  // MoE up to the kernel switch: the low-latency kernel's group, on the shapes it was measured on (its lattice bounds).
+  // MoE up to the kernel switch: the low-latency kernel's group, on the routings and shapes it was measured on
+  // (its routes and lattice bounds; any token count within them: the kernel switch decides that).
   const low = op === 'moe' && (r.tokens as number) <= MOE_MIN_LATENCY_TOKENS ? m.groups[`${g}|${LOW_LATENCY}`] : undefined;
-  // (any token count: the kernel switch decides that; the other features within what the kernel was measured on).
-  if (low && withinBounds(m, low, def.features(r), 1)) return low;
+  if (low && (!low.routes || withinRoutes(low.routes, r)) && withinBounds(m, low, def.features(r), 1)) return low;
   if (m.groups[g]) return m.groups[g];
   const parts = g.split('|');
   // Try each dtype-like part against its fallbacks.

@@ -1,6 +1,6 @@
 // Least-squares fit of the op model's correction surfaces (ln latency - ln SOL) with a smoothness penalty,
 // solved by conjugate gradients on the normal equations. Deterministic: fixed order, fixed iteration count.
-import { FEATURES, GEMM_M_ALIGN, latticePos, MOE_MIN_LATENCY_TOKENS, MOE_ROUTING, pairsOf, type FeatureDef, type GroupModel } from './model.js';
+import { FEATURES, GEMM_M_ALIGN, latticePos, MOE_MIN_LATENCY_TOKENS, MOE_ROUTING, pairsOf, withinRoutes, type FeatureDef, type GroupModel } from './model.js';
 import type { Row } from './tables.js';
 import { ringBytesPerByte } from './sol.js';
 
@@ -206,26 +206,35 @@ export function fitMoeRouting(rows: Row[], base: string, predict: (r: Row) => nu
 export type MoeKernelRole = 'served' | 'unserved' | 'nongated';
 
 /**
- * Role of each row of one reference MoE table. Non-gated expert FFNs (two matrices, not three) are another op
- * than ours. Where a shape was measured with TRT-LLM's low-latency kernel and with the CUTLASS one, the engine
- * serves the low-latency one up to MOE_MIN_LATENCY_TOKENS tokens and the CUTLASS one above; the other kernel's
- * row at that size is not what serving runs.
+ * Expert counts and top-k of the shapes a kernel was measured on: [fewest, most experts, lowest, highest top-k].
+ * TRT-LLM's low-latency FP4 kernel serves the routings it implements; the collector measured it there only.
+ */
+export function routesOf(rows: Row[]): number[] {
+  const e = rows.map((r) => r.experts as number);
+  const k = rows.map((r) => r.topk as number);
+  return [Math.min(...e), Math.max(...e), Math.min(...k), Math.max(...k)];
+}
+
+const isLowLatency = (r: Row): boolean => String(r.kernel ?? '').includes('min_latency');
+
+/**
+ * Role of each row of one reference MoE table, by the rule the lookup follows. Non-gated expert FFNs (two
+ * matrices, not three) are another op than ours. Where TRT-LLM's low-latency kernel was measured, the engine
+ * serves it up to MOE_MIN_LATENCY_TOKENS tokens on the routings it was measured on (routesOf, per dtype) and the
+ * CUTLASS kernel elsewhere; the other kernel's row at that size and routing is not what serving runs, whether
+ * or not the collector measured both at that shape.
  */
 export function moeKernelRoles(rows: Row[]): MoeKernelRole[] {
-  const keyOf = (r: Row): string => ['dtype', 'hidden', 'inter', 'topk', 'experts', 'moe_tp', 'moe_ep', 'tokens', 'distribution'].map((c) => String(r[c])).join('|');
-  const paired = new Map<string, number>();
-  for (const r of rows) {
-    const k = String(r.kernel ?? '');
-    if (k.includes('nongated')) continue;
-    const bit = k.includes('min_latency') ? 1 : 2;
-    paired.set(keyOf(r), (paired.get(keyOf(r)) ?? 0) | bit);
+  const routes = new Map<string, number[]>();
+  for (const dtype of new Set(rows.filter(isLowLatency).map((r) => String(r.dtype)))) {
+    routes.set(dtype, routesOf(rows.filter((r) => isLowLatency(r) && String(r.dtype) === dtype)));
   }
   return rows.map((r) => {
-    const k = String(r.kernel ?? '');
-    if (k.includes('nongated')) return 'nongated';
-    if (paired.get(keyOf(r)) !== 3) return 'served';
-    const small = (r.tokens as number) <= MOE_MIN_LATENCY_TOKENS;
-    return k.includes('min_latency') === small ? 'served' : 'unserved';
+    if (String(r.kernel ?? '').includes('nongated')) return 'nongated';
+    const low = (r.tokens as number) <= MOE_MIN_LATENCY_TOKENS;
+    if (isLowLatency(r)) return low ? 'served' : 'unserved';
+    const lowServes = routes.get(String(r.dtype));
+    return low && lowServes && withinRoutes(lowServes, r) ? 'unserved' : 'served';
   });
 }
 

@@ -17,11 +17,18 @@ export interface FeatureDef {
 
 /**
  * TRT-LLM runs gated FP4 experts with its low-latency kernel up to this many tokens and the CUTLASS one above
- * (a step at the switch); where both were measured, the low-latency rows are a group of their own
- * ("<dtype>|low_latency") that prices MoE up to this size.
+ * (a step at the switch); where it was measured, the low-latency rows are a group of their own
+ * ("<dtype>|low_latency") that prices MoE up to this size on the routings it was measured on (GroupModel.routes).
  */
 export const MOE_MIN_LATENCY_TOKENS = 128;
 export const LOW_LATENCY = 'low_latency';
+
+/** Whether a row's routing (experts, top-k) lies within a kernel's `routes` (GroupModel.routes). */
+export function withinRoutes(routes: number[], r: Row): boolean {
+  const e = r.experts as number;
+  const k = r.topk as number;
+  return e >= routes[0]! && e <= routes[1]! && k >= routes[2]! && k <= routes[3]!;
+}
 
 const l2 = (v: number): number => Math.log2(Math.max(v, 1));
 const num = (r: Row, c: string): number => r[c] as number;
@@ -132,6 +139,8 @@ export interface GroupModel {
    * surfaces then price aligned m; see unalignedMFactor).
    */
   unalignedM?: number;
+  /** MoE low-latency kernel: the routings it was measured on (see routesOf); lookups outside them take the other kernel. */
+  routes?: number[];
   /** MoE: the routing of the group's own rows when the reference measured no balanced routing. */
   distribution?: string;
   /** MoE: per other routing, ln(its measured latency / this group's model), on the MOE_ROUTING lattice. */

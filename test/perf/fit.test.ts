@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fitGroup, fitMoeRouting, hostRoutedFrom, moeKernelRoles, unalignedMFactor } from '../../src/perf/fit.js';
+import { fitGroup, fitMoeRouting, hostRoutedFrom, moeKernelRoles, routesOf, unalignedMFactor } from '../../src/perf/fit.js';
 import type { Row } from '../../src/perf/tables.js';
 import { evalCorrection, FEATURES, LOW_LATENCY, MOE_MIN_LATENCY_TOKENS, MOE_ROUTING, type GroupModel, type OpModel } from '../../src/perf/model.js';
 import { clampToBox, groupFor, decodeSurface, encodeSurface, modelLatency, pickSource, versionKey, type SystemCalibration } from '../../src/perf/calibration.js';
@@ -53,11 +53,16 @@ describe('op-model fit', () => {
     expect(unalignedMFactor(rows(1.03))).toBeUndefined();
   });
 
-  it('tells served MoE kernels from the other kernel of a pair and from non-gated FFNs', () => {
+  it('tells served MoE kernels from the kernel the switch does not pick and from non-gated FFNs', () => {
     const row = (kernel: string, tokens: number): Row => ({ dtype: 'nvfp4', hidden: 7168, inter: 2048, topk: 8, experts: 256, moe_tp: 1, moe_ep: 8, tokens, distribution: 'balanced', kernel });
+    const kimi = (kernel: string, tokens: number): Row => ({ ...row(kernel, tokens), experts: 384 });
     const rows = [row('moe_torch_flow_min_latency', 64), row('moe_torch_flow_cutlass', 64), row('moe_torch_flow_min_latency', 1024), row('moe_torch_flow_cutlass', 1024),
-      row('moe_torch_flow_cutlass', 32), row('moe_torch_flow_nongated', 64)];
-    expect(moeKernelRoles(rows)).toEqual(['served', 'unserved', 'unserved', 'served', 'served', 'nongated']);
+      row('moe_torch_flow_cutlass', 32), row('moe_torch_flow_nongated', 64), { ...row('moe_torch_flow_min_latency', 2048), hidden: 2688 },
+      kimi('moe_torch_flow_cutlass', 32), kimi('moe_torch_flow_cutlass', 1024)];
+    // Small batches on a routing the low-latency kernel was measured on are its, measured pair or not; larger ones
+    // and other routings (384 experts) the CUTLASS kernel's.
+    expect(moeKernelRoles(rows)).toEqual(['served', 'unserved', 'unserved', 'served', 'unserved', 'nongated', 'unserved', 'served', 'served']);
+    expect(routesOf(rows.filter((r) => String(r.kernel).includes('min_latency')))).toEqual([256, 256, 8, 8]);
     // Up to the switch the low-latency group prices MoE, above it the CUTLASS one.
     const { lo, hi } = FEATURES.moe;
     // The low-latency kernel was measured on expert FFNs up to 4096 wide (log2 12).
@@ -66,6 +71,11 @@ describe('op-model fit', () => {
     expect(groupFor('moe', m, row('', MOE_MIN_LATENCY_TOKENS))).toBe(low);
     expect(groupFor('moe', m, row('', MOE_MIN_LATENCY_TOKENS + 1))).toBe(cutlass);
     expect(groupFor('moe', m, { ...row('', 16), inter: 14336 })).toBe(cutlass);
+    // A routing outside the ones the kernel was measured on takes the CUTLASS kernel at any size.
+    low.routes = [128, 256, 6, 8];
+    expect(groupFor('moe', m, row('', 16))).toBe(low);
+    expect(groupFor('moe', m, kimi('', 16))).toBe(cutlass);
+    expect(groupFor('moe', m, { ...row('', 16), topk: 2, experts: 8 })).toBe(cutlass);
   });
 
   it('fits how a skewed expert routing changes latency, relative to the group\'s own model', () => {
