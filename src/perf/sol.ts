@@ -34,7 +34,8 @@ export function peaksOf(sys: SystemSpec): Peaks {
 export function dtypeBytes(dtype: string): number {
   if (dtype in DTYPE_BYTES) return DTYPE_BYTES[dtype as Dtype];
   if (dtype === 'half' || dtype === 'float16') return 2;
-  if (dtype === 'int8' || dtype === 'fp8_static') return 1;
+  // SmoothQuant (`sq`) is W8A8: int8 weights and activations on the int8 tensor cores.
+  if (dtype === 'int8' || dtype === 'fp8_static' || dtype === 'sq') return 1;
   if (dtype === 'w4a16_mxfp4' || dtype === 'w4afp8') return 0.53125;
   return 2;
 }
@@ -50,6 +51,7 @@ export function computeFlops(p: Peaks, dtype: string): number {
     case 'nvfp4':
       return p.flops.fp4;
     case 'int8':
+    case 'sq':
       return p.flops.int8;
     default:
       return p.flops.bf16;
@@ -58,7 +60,7 @@ export function computeFlops(p: Peaks, dtype: string): number {
 
 /** Activation bytes per element: quantized-activation formats read 8/4-bit activations, weight-only read 16-bit. */
 function actBytes(dtype: string): number {
-  if (dtype === 'fp8' || dtype === 'fp8_block' || dtype === 'int8') return 1;
+  if (dtype === 'fp8' || dtype === 'fp8_block' || dtype === 'int8' || dtype === 'sq') return 1;
   if (dtype === 'nvfp4') return DTYPE_BYTES.nvfp4;
   return 2;
 }

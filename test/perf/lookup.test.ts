@@ -48,6 +48,13 @@ describe('perf source (bundled tables)', () => {
     }
   });
 
+  it('prices SmoothQuant GEMMs at the int8 roofline (int8 weights and activations, int8 tensor cores)', () => {
+    const p = peaksOf(h200);
+    expect(gemmSol(p, 'sq', 8192, 8192, 8192)).toBeCloseTo(gemmSol(p, 'int8', 8192, 8192, 8192), 12);
+    expect(gemmSol(p, 'sq', 1, 8192, 8192)).toBeCloseTo(gemmSol(p, 'int8', 1, 8192, 8192), 12);
+    expect(computeFlops(p, 'sq')).toBeGreaterThan(1.9 * computeFlops(p, 'bfloat16'));
+  });
+
   it('prices m off the block-FP8 kernel alignment as its tables say, and leaves other GEMMs smooth', async () => {
     // vLLM 0.19.0 on H200 measured its block-FP8 GEMM about 1.26x slower at m = 4097 than at 4096.
     const src = await loadPerfSource({ system: h200, backend: 'vllm', version: '0.19.0' });
