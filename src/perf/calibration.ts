@@ -413,8 +413,8 @@ function withinBounds(m: OpModel, g: GroupModel, x: number[], from = 0): boolean
 export function groupFor(op: ModelOp, m: OpModel, r: Row): GroupModel | undefined {
   const def = FEATURES[op];
   const g = def.group(r);
-  // MoE up to the kernel switch: the low-latency kernel's group, on the routings and shapes it was measured on
-  // (its routes and lattice bounds; any token count within them: the kernel switch decides that).
+  // MoE up to the kernel switch: the low-latency kernel's group, on the routings it was measured on (routes) and
+  // within its lattice bounds on every feature but the EP ranks.
   const low = op === 'moe' && (r.tokens as number) <= MOE_MIN_LATENCY_TOKENS ? m.groups[`${g}|${LOW_LATENCY}`] : undefined;
   if (low && (!low.routes || withinRoutes(low.routes, r)) && withinBounds(m, low, def.features(r), 1)) return low;
   if (m.groups[g]) return m.groups[g];
