@@ -36,7 +36,7 @@ export function dtypeBytes(dtype: string): number {
   if (dtype === 'half' || dtype === 'float16') return 2;
   // SmoothQuant (`sq`) is W8A8: int8 weights and activations on the int8 tensor cores.
   if (dtype === 'int8' || dtype === 'fp8_static' || dtype === 'sq') return 1;
-  if (dtype === 'w4a16_mxfp4' || dtype === 'w4afp8') return 0.53125;
+  if (dtype === 'w4a16_mxfp4' || dtype === 'w4afp8' || dtype === 'w4a8_mxfp4_mxfp8') return 0.53125;
   return 2;
 }
 
@@ -47,6 +47,7 @@ export function computeFlops(p: Peaks, dtype: string): number {
     case 'fp8_block':
     case 'fp8_static':
     case 'w4afp8':
+    case 'w4a8_mxfp4_mxfp8':
       return p.flops.fp8;
     case 'nvfp4':
       return p.flops.fp4;
