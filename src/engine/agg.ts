@@ -8,8 +8,8 @@
 // wait in its queue. Clients beyond n wait for a free slot (Little's law on the closed loop).
 import { memoryPicture } from './memory.js';
 import { profileOf } from './backends.js';
-import { decodeStepMs, hostOverheadMs, mixedStepMs } from './steps.js';
-import { speculationOf } from './speculation.js';
+import { hostOverheadMs, mixedStepMs } from './steps.js';
+import { speculationOf, speculativeDecodeStepMs } from './speculation.js';
 import type { AggConfig, EngineContext, MemoryPicture } from './types.js';
 
 export interface AggPoint {
@@ -56,9 +56,7 @@ export function aggPoint(ctx: EngineContext, cfg: AggConfig, clients: number, me
   const micro = (x: number) => Math.ceil(x / pp);
   const host = hostOverheadMs(ctx, cfg, n);
   const tokPerSeq = 1 + spec.draft;
-  // The draft head runs one extra layer per draft token.
-  const draftCost = 1 + spec.draft / Math.max(1, ctx.model.numLayers);
-  const tDec = decodeStepMs(ctx, cfg, n * tokPerSeq, kvMid) * draftCost + host;
+  const tDec = speculativeDecodeStepMs(ctx, cfg, n, kvMid);
 
   // Token budget per step across the instance (each attention-dp rank schedules its own budget).
   const budget = Math.max(1, cfg.maxNumTokens) * cfg.dp;

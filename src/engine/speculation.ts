@@ -60,15 +60,18 @@ export function rowSpeculation(model: ModelSpec, backend: Backend, run: Measured
 }
 
 /**
- * Time per output token of a decode step over `running` sequences at KV length `kv`, ms. With speculation
- * each step verifies running x (1 + draft) tokens through the model, runs the draft layer `draft` times,
- * and yields 1 + accepted tokens per sequence.
+ * One decode step over `running` sequences at KV length `kv`, host time included, ms. With speculation the
+ * step verifies running x (1 + draft) tokens through the model and runs the draft layer `draft` times.
  */
-export function decodeTpotMs(ctx: EngineContext, layout: ParallelLayout, running: number, kv: number, perf?: PerfSource): number {
+export function speculativeDecodeStepMs(ctx: EngineContext, layout: ParallelLayout, running: number, kv: number, perf?: PerfSource): number {
   const host = hostOverheadMs(ctx, layout, running);
-  const spec = ctx.speculation;
-  if (!spec || spec.draft <= 0) return decodeStepMs(ctx, layout, running, kv, perf) + host;
+  const draft = speculationOf(ctx).draft;
+  if (draft === 0) return decodeStepMs(ctx, layout, running, kv, perf) + host;
   const L = ctx.model.numLayers;
-  const step = (decodeStepMs(ctx, layout, running * (1 + spec.draft), kv, perf) * (L + spec.draft)) / L;
-  return (step + host) / (1 + acceptedPerStep(spec));
+  return (decodeStepMs(ctx, layout, running * (1 + draft), kv, perf) * (L + draft)) / L + host;
+}
+
+/** Time per output token of a decode step (speculativeDecodeStepMs over the tokens it emits per sequence), ms. */
+export function decodeTpotMs(ctx: EngineContext, layout: ParallelLayout, running: number, kv: number, perf?: PerfSource): number {
+  return speculativeDecodeStepMs(ctx, layout, running, kv, perf) / speculationOf(ctx).perStep;
 }

@@ -1,6 +1,6 @@
 // Least-squares fit of the op model's correction surfaces (ln latency - ln SOL) with a smoothness penalty,
 // solved by conjugate gradients on the normal equations. Deterministic: fixed order, fixed iteration count.
-import { FEATURES, GEMM_M_ALIGN, latticePos, MOE_MIN_LATENCY_TOKENS, MOE_ROUTING, pairsOf, withinRoutes, type FeatureDef, type GroupModel } from './model.js';
+import { FEATURES, GEMM_M_ALIGN, isLowLatencyKernel, latticePos, MOE_MIN_LATENCY_TOKENS, MOE_ROUTING, pairsOf, withinRoutes, type FeatureDef, type GroupModel } from './model.js';
 import type { Row } from './tables.js';
 import { ringBytesPerByte } from './sol.js';
 
@@ -215,8 +215,6 @@ export function routesOf(rows: Row[]): number[] {
   return [Math.min(...e), Math.max(...e), Math.min(...k), Math.max(...k)];
 }
 
-const isLowLatency = (r: Row): boolean => String(r.kernel ?? '').includes('min_latency');
-
 /**
  * Role of each row of one reference MoE table, by the rule the lookup follows. Non-gated expert FFNs (two
  * matrices, not three) are another op than ours. Where TRT-LLM's low-latency kernel was measured, the engine
@@ -226,13 +224,13 @@ const isLowLatency = (r: Row): boolean => String(r.kernel ?? '').includes('min_l
  */
 export function moeKernelRoles(rows: Row[]): MoeKernelRole[] {
   const routes = new Map<string, number[]>();
-  for (const dtype of new Set(rows.filter(isLowLatency).map((r) => String(r.dtype)))) {
-    routes.set(dtype, routesOf(rows.filter((r) => isLowLatency(r) && String(r.dtype) === dtype)));
+  for (const dtype of new Set(rows.filter(isLowLatencyKernel).map((r) => String(r.dtype)))) {
+    routes.set(dtype, routesOf(rows.filter((r) => isLowLatencyKernel(r) && String(r.dtype) === dtype)));
   }
   return rows.map((r) => {
     if (String(r.kernel ?? '').includes('nongated')) return 'nongated';
     const low = (r.tokens as number) <= MOE_MIN_LATENCY_TOKENS;
-    if (isLowLatency(r)) return low ? 'served' : 'unserved';
+    if (isLowLatencyKernel(r)) return low ? 'served' : 'unserved';
     const lowServes = routes.get(String(r.dtype));
     return low && lowServes && withinRoutes(lowServes, r) ? 'unserved' : 'served';
   });

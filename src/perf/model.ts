@@ -23,6 +23,11 @@ export interface FeatureDef {
 export const MOE_MIN_LATENCY_TOKENS = 128;
 export const LOW_LATENCY = 'low_latency';
 
+/** Whether a reference MoE row timed TRT-LLM's low-latency kernel. */
+export function isLowLatencyKernel(r: Row): boolean {
+  return String(r.kernel ?? '').includes('min_latency');
+}
+
 /** Whether a row's routing (experts, top-k) lies within a kernel's `routes` (GroupModel.routes). */
 export function withinRoutes(routes: number[], r: Row): boolean {
   const e = r.experts as number;
@@ -76,7 +81,7 @@ export const FEATURES: Record<ModelOp, FeatureDef> = {
     names: ['log2_ep', 'log2_hidden', 'log2_inter_per_tp', 'log2_experts_per_ep', 'log2_tokens_per_expert', 'log2_work_per_gpu/2'],
     lo: [0, 11, 5, 0, -6, 0], hi: [8, 13, 14, 9, 12, 24],
     // Rows of TRT-LLM's low-latency FP4 kernel form their own group (see MOE_MIN_LATENCY_TOKENS).
-    group: (r) => (String(r.kernel ?? '').includes('min_latency') ? `${r.dtype}|${LOW_LATENCY}` : String(r.dtype)),
+    group: (r) => (isLowLatencyKernel(r) ? `${r.dtype}|${LOW_LATENCY}` : String(r.dtype)),
     features: (r) => [
       l2(num(r, 'moe_ep')), l2(num(r, 'hidden')), l2(num(r, 'inter') / num(r, 'moe_tp')), l2(num(r, 'experts') / num(r, 'moe_ep')),
       Math.log2((num(r, 'tokens') * num(r, 'topk')) / num(r, 'experts')),
