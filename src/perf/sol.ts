@@ -30,45 +30,51 @@ export function peaksOf(sys: SystemSpec): Peaks {
   };
 }
 
+/**
+ * How a dtype name of the tables runs on the GPU: bytes per weight element (scales included), the tensor
+ * throughput its math runs at, and bytes per activation element. Weight-only formats (`int4_wo`, `int8_wo`,
+ * `mxfp4`, `w4a16_mxfp4`) dequantize into bf16 math on 16-bit activations; the others quantize activations too
+ * (SmoothQuant `sq` is W8A8 on the int8 tensor cores; `w4afp8` / `w4a8_mxfp4_mxfp8` run 4-bit weights against
+ * fp8 activations). Names not listed count as 16-bit.
+ */
+export interface DtypeFormat {
+  weightBytes: number;
+  compute: keyof Peaks['flops'];
+  actBytes: number;
+}
+
+const BF16_FORMAT: DtypeFormat = { weightBytes: 2, compute: 'bf16', actBytes: 2 };
+const weightOnly = (weightBytes: number): DtypeFormat => ({ weightBytes, compute: 'bf16', actBytes: 2 });
+const quantized = (weightBytes: number, compute: DtypeFormat['compute'], actBytes: number): DtypeFormat => ({ weightBytes, compute, actBytes });
+
+const FORMATS: Record<string, DtypeFormat> = {
+  bfloat16: BF16_FORMAT, float16: BF16_FORMAT, half: BF16_FORMAT,
+  fp8: quantized(1, 'fp8', 1), fp8_block: quantized(1, 'fp8', 1), fp8_static: quantized(1, 'fp8', 1),
+  nvfp4: quantized(DTYPE_BYTES.nvfp4, 'fp4', DTYPE_BYTES.nvfp4),
+  int8: quantized(1, 'int8', 1), sq: quantized(1, 'int8', 1),
+  w4afp8: quantized(DTYPE_BYTES.mxfp4, 'fp8', 1), w4a8_mxfp4_mxfp8: quantized(DTYPE_BYTES.mxfp4, 'fp8', 1),
+  int8_wo: weightOnly(DTYPE_BYTES.int8_wo), int4_wo: weightOnly(DTYPE_BYTES.int4_wo),
+  mxfp4: weightOnly(DTYPE_BYTES.mxfp4), w4a16_mxfp4: weightOnly(DTYPE_BYTES.mxfp4),
+};
+
+export function dtypeFormat(dtype: string): DtypeFormat {
+  return FORMATS[dtype] ?? BF16_FORMAT;
+}
+
 /** Bytes per element of a dtype name as the tables spell it (unknown names count as 16-bit). */
 export function dtypeBytes(dtype: string): number {
-  if (dtype in DTYPE_BYTES) return DTYPE_BYTES[dtype as Dtype];
-  if (dtype === 'half' || dtype === 'float16') return 2;
-  // SmoothQuant (`sq`) is W8A8: int8 weights and activations on the int8 tensor cores.
-  if (dtype === 'int8' || dtype === 'fp8_static' || dtype === 'sq') return 1;
-  if (dtype === 'w4a16_mxfp4' || dtype === 'w4afp8' || dtype === 'w4a8_mxfp4_mxfp8') return 0.53125;
-  return 2;
+  return dtypeFormat(dtype).weightBytes;
 }
 
-/** Tensor throughput the math of a GEMM-like op in `dtype` runs at (weight-only formats compute in bf16). */
+/** Tensor throughput the math of a GEMM-like op in `dtype` runs at. */
 export function computeFlops(p: Peaks, dtype: string): number {
-  switch (dtype) {
-    case 'fp8':
-    case 'fp8_block':
-    case 'fp8_static':
-    case 'w4afp8':
-    case 'w4a8_mxfp4_mxfp8':
-      return p.flops.fp8;
-    case 'nvfp4':
-      return p.flops.fp4;
-    case 'int8':
-    case 'sq':
-      return p.flops.int8;
-    default:
-      return p.flops.bf16;
-  }
-}
-
-/** Activation bytes per element: quantized-activation formats read 8/4-bit activations, weight-only read 16-bit. */
-function actBytes(dtype: string): number {
-  if (dtype === 'fp8' || dtype === 'fp8_block' || dtype === 'int8' || dtype === 'sq') return 1;
-  if (dtype === 'nvfp4') return DTYPE_BYTES.nvfp4;
-  return 2;
+  return p.flops[dtypeFormat(dtype).compute];
 }
 
 export function gemmSol(p: Peaks, dtype: string, m: number, n: number, k: number): number {
-  const math = (2 * m * n * k) / computeFlops(p, dtype);
-  const mem = (dtypeBytes(dtype) * n * k + actBytes(dtype) * m * k + 2 * m * n) / p.mem;
+  const f = dtypeFormat(dtype);
+  const math = (2 * m * n * k) / p.flops[f.compute];
+  const mem = (f.weightBytes * n * k + f.actBytes * m * k + 2 * m * n) / p.mem;
   return Math.max(math, mem);
 }
 

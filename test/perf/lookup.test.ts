@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { loadSystem } from '../../src/inputs/systems.js';
 import { loadPerfSource } from '../../src/perf/index.js';
 import { buildGrids, OpTable } from '../../src/perf/grid.js';
+import { GemmFast } from '../../src/perf/gemm-fast.js';
 import { collectiveSol, computeFlops, peaksOf, gemmSol, generationAttentionSol, NETWORK_LATENCY_MS } from '../../src/perf/sol.js';
 import { OP_SPECS, parseCsv, toCsv } from '../../src/perf/tables.js';
 import { UnsupportedError } from '../../src/util/errors.js';
@@ -53,6 +54,14 @@ describe('perf source (bundled tables)', () => {
     expect(gemmSol(p, 'sq', 8192, 8192, 8192)).toBeCloseTo(gemmSol(p, 'int8', 8192, 8192, 8192), 12);
     expect(gemmSol(p, 'sq', 1, 8192, 8192)).toBeCloseTo(gemmSol(p, 'int8', 1, 8192, 8192), 12);
     expect(computeFlops(p, 'sq')).toBeGreaterThan(1.9 * computeFlops(p, 'bfloat16'));
+  });
+
+  it('reads 8-bit activations for activation-quantized formats and 16-bit ones for weight-only formats', () => {
+    const p = peaksOf(h200);
+    // Many tokens through a tiny weight: activation traffic decides the memory roofline.
+    const actBound = (dtype: string): number => gemmSol(p, dtype, 1 << 20, 16, 4096);
+    for (const dtype of ['fp8_static', 'sq', 'w4afp8']) expect(actBound(dtype) / actBound('fp8')).toBeCloseTo(1, 4);
+    for (const dtype of ['int8_wo', 'int4_wo', 'w4a16_mxfp4']) expect(actBound(dtype) / actBound('bfloat16')).toBeCloseTo(1, 4);
   });
 
   it('prices m off the block-FP8 kernel alignment as its tables say, and leaves other GEMMs smooth', async () => {
@@ -173,6 +182,18 @@ describe('grid lookup', () => {
     const g = new OpTable(OP_SPECS.gemm, p, buildGrids(OP_SPECS.gemm, p, dip));
     expect(g.lookup({ dtype: 'bfloat16', m: 16, n, k })).toBeCloseTo(dip[2]!.latency_ms as number, 12);
     expect(g.lookup({ dtype: 'bfloat16', m: 8192, n, k })!).toBeGreaterThanOrEqual(g.lookup({ dtype: 'bfloat16', m: 4096, n, k })!);
+  });
+
+  it('answers the hot-path GEMM lookups as the grid does, for every format (roofline scaling included)', () => {
+    const formats = ['bfloat16', 'fp8', 'fp8_static', 'nvfp4', 'int4_wo', 'sq', 'w4afp8'];
+    const all = formats.flatMap((dtype) => rows.map((r) => ({ ...r, dtype })));
+    const table = new OpTable(OP_SPECS.gemm, p, buildGrids(OP_SPECS.gemm, p, all));
+    const fast = new GemmFast(p, (dtype) => table.gridByKey(`${dtype}|`));
+    for (const dtype of formats) {
+      for (const [m, n, k] of [[3, 1500, 3000], [8, 2048, 4096], [64000, 2048, 4096], [1, 300, 100000]] as const) {
+        expect(fast.lookup(dtype, m, n, k)! / table.lookup({ dtype, m, n, k })!, `${dtype} ${m}x${n}x${k}`).toBeCloseTo(1, 9);
+      }
+    }
   });
 
   it('has no grid for an unknown dtype', () => {
