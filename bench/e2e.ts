@@ -188,6 +188,43 @@ function table(title: string, results: Result[], key: (r: Result) => string): vo
   }
 }
 
+/** A deterministic coin per string for the half-samples below (FNV-1a, then murmur3's finalizer to mix all bits). */
+function coin(s: string): boolean {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+  return ((h ^ (h >>> 16)) & 1) === 0;
+}
+
+/**
+ * How much a group's MAPE moves with the rows it is measured on: the MAPE of 200 fixed half-samples (p5 / p50 /
+ * p95), i.e. what a held-out set about half the size of the dev rows would likely measure.
+ */
+function samplingSpread(results: Result[], key: (r: Result) => string): void {
+  const SAMPLES = 200;
+  const groups = new Map<string, Result[]>();
+  for (const r of results.filter((x) => !x.refused)) {
+    const k = key(r);
+    if (!groups.has(k)) groups.set(k, []);
+    groups.get(k)!.push(r);
+  }
+  console.log('\n## MAPE over 200 half-samples of the dev rows (p5 / p50 / p95): what a held-out set half their size would likely measure');
+  console.log('| group | TTFT | TPOT |');
+  console.log('|---|---:|---:|');
+  const spread = (rs: Result[], m: 'ttft' | 'tpot'): string => {
+    const mapes: number[] = [];
+    for (let s = 0; s < SAMPLES; s++) {
+      const errs = rs.filter((r) => r[m] && coin(`${s}|${r.label}`)).map((r) => Math.abs(pct(...r[m]!)));
+      if (errs.length) mapes.push(errs.reduce((a, b) => a + b, 0) / errs.length);
+    }
+    if (mapes.length < SAMPLES) return '-';
+    mapes.sort((a, b) => a - b);
+    return `${f1(mapes[SAMPLES / 20]!)} / ${f1(mapes[SAMPLES / 2]!)} / ${f1(mapes[SAMPLES - SAMPLES / 20]!)}`;
+  };
+  for (const [k, rs] of [...groups.entries()].sort()) console.log(`| ${k} | ${spread(rs, 'ttft')} | ${spread(rs, 'tpot')} |`);
+}
+
 function bandsFile(results: Result[]): ErrorBandsFile {
   const acc = new Map<string, { ttft: number[]; tpot: number[]; throughput: number[] }>();
   for (const r of results) {
@@ -241,6 +278,7 @@ async function main(): Promise<void> {
   console.log(`# bench:e2e  (${dev.length} dev rows in ${((t1 - t0) / 1000).toFixed(1)} s; ${ov.length} perf-overview max-load rows${perfData ? `; perf data ${perfData}` : ''})`);
   const supported = devRes.filter((r) => !r.family.startsWith('other:') && !/^unknown system/.test(r.refused ?? ''));
   table('dev rows by kind and mode (bundled families)', supported, (r) => `${r.kind} ${r.mode}`);
+  samplingSpread(supported, (r) => `${r.kind} ${r.mode}`);
   const consistent = supported.filter((r) => !r.belowFloor);
   console.log(`\n${supported.length - consistent.length} estimated rows report a TPOT below 0.8x the HBM floor of their recorded configuration ` +
     '(weights + KV read once per step: speculative decoding, or a batch/parallelism not as recorded). Without them:');
