@@ -1,7 +1,7 @@
 // The GEMM lookup on the hot path of every prediction: per-dtype dense grids over log2(m, n, k), trilinear
 // interpolation of ln(latency), roofline scaling outside the grid, SOL floor. Same answers as OpTable.lookup.
 import type { Grid } from './grid.js';
-import { computeFlops, dtypeFormat, type Peaks } from './sol.js';
+import { dtypeFormat, type Peaks } from './sol.js';
 
 interface FastGrid {
   am: Float64Array; an: Float64Array; ak: Float64Array;
@@ -28,9 +28,10 @@ export class GemmFast {
     const g = this.gridOf(dtype);
     f = null;
     if (g && g.axes.length === 3 && g.axes.every((a) => a.length >= 2)) {
+      const fmt = dtypeFormat(dtype);
       f = {
         am: g.axes[0]!, an: g.axes[1]!, ak: g.axes[2]!, sm: g.strides[0]!, sn: g.strides[1]!, v: g.lnLat,
-        flops: computeFlops(this.peaks, dtype), wBytes: dtypeFormat(dtype).weightBytes, aBytes: dtypeFormat(dtype).actBytes,
+        flops: this.peaks.flops[fmt.compute], wBytes: fmt.weightBytes, aBytes: fmt.actBytes,
       };
     }
     this.byDtype.set(dtype, f);

@@ -1,6 +1,6 @@
 // Speed of light per op: the time the op would take at peak tensor throughput or peak bandwidth, whichever
 // binds. Every table entry and every lookup is floored at these values. Milliseconds, one GPU.
-import { DTYPE_BYTES, type Dtype, type SystemSpec } from '../inputs/types.js';
+import { DTYPE_BYTES, type SystemSpec } from '../inputs/types.js';
 import type { Collective } from './types.js';
 import type { Row } from './tables.js';
 
