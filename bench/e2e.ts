@@ -15,6 +15,7 @@ import { resolveRowInputs } from '../src/cli/context.js';
 import type { EngineContext, Estimate } from '../src/engine/types.js';
 import { dataPath, referencePath } from '../src/util/paths.js';
 import { measuredMeans } from '../test/support/e2e-reference.js';
+import { rng } from './rng.js';
 
 const REF = referencePath();
 const DEV = join(REF, 'aic-silicon', 'e2e', 'dev.csv');
@@ -188,15 +189,6 @@ function table(title: string, results: Result[], key: (r: Result) => string): vo
   }
 }
 
-/** A deterministic coin per string for the half-samples below (FNV-1a, then murmur3's finalizer to mix all bits). */
-function coin(s: string): boolean {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
-  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
-  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
-  return ((h ^ (h >>> 16)) & 1) === 0;
-}
-
 /**
  * How much a group's MAPE moves with the rows it is measured on: the MAPE of 200 fixed half-samples (p5 / p50 /
  * p95), i.e. what a held-out set about half the size of the dev rows would likely measure.
@@ -209,20 +201,29 @@ function samplingSpread(results: Result[], key: (r: Result) => string): void {
     if (!groups.has(k)) groups.set(k, []);
     groups.get(k)!.push(r);
   }
-  console.log('\n## MAPE over 200 half-samples of the dev rows (p5 / p50 / p95): what a held-out set half their size would likely measure');
+  console.log(`\n## MAPE over ${SAMPLES} half-samples of the dev rows (p5 / p50 / p95): what a held-out set half their size would likely measure`);
   console.log('| group | TTFT | TPOT |');
   console.log('|---|---:|---:|');
-  const spread = (rs: Result[], m: 'ttft' | 'tpot'): string => {
-    const mapes: number[] = [];
-    for (let s = 0; s < SAMPLES; s++) {
-      const errs = rs.filter((r) => r[m] && coin(`${s}|${r.label}`)).map((r) => Math.abs(pct(...r[m]!)));
-      if (errs.length) mapes.push(errs.reduce((a, b) => a + b, 0) / errs.length);
-    }
-    if (mapes.length < SAMPLES) return '-';
-    mapes.sort((a, b) => a - b);
-    return `${f1(mapes[SAMPLES / 20]!)} / ${f1(mapes[SAMPLES / 2]!)} / ${f1(mapes[SAMPLES - SAMPLES / 20]!)}`;
+  const mape = (rs: Result[], m: 'ttft' | 'tpot'): number => {
+    const errs = rs.filter((r) => r[m]).map((r) => Math.abs(pct(...r[m]!)));
+    return errs.length ? errs.reduce((a, b) => a + b, 0) / errs.length : NaN;
   };
-  for (const [k, rs] of [...groups.entries()].sort()) console.log(`| ${k} | ${spread(rs, 'ttft')} | ${spread(rs, 'tpot')} |`);
+  const spread = (xs: number[]): string => {
+    if (xs.some((x) => !Number.isFinite(x))) return '-';
+    const s = [...xs].sort((a, b) => a - b);
+    return `${f1(s[SAMPLES / 20]!)} / ${f1(s[SAMPLES / 2]!)} / ${f1(s[SAMPLES - SAMPLES / 20]!)}`;
+  };
+  for (const [k, rs] of [...groups.entries()].sort()) {
+    const ttft: number[] = [];
+    const tpot: number[] = [];
+    for (let s = 0; s < SAMPLES; s++) {
+      const draw = rng(s + 1);
+      const half = rs.filter(() => draw() < 0.5);
+      ttft.push(mape(half, 'ttft'));
+      tpot.push(mape(half, 'tpot'));
+    }
+    console.log(`| ${k} | ${spread(ttft)} | ${spread(tpot)} |`);
+  }
 }
 
 function bandsFile(results: Result[]): ErrorBandsFile {

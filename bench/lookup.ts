@@ -7,18 +7,7 @@ import { loadPerfSource } from '../src/perf/index.js';
 import { answerLines } from '../src/perf/query.js';
 import { projectRoot } from '../src/util/paths.js';
 import type { Dtype } from '../src/inputs/types.js';
-
-/** Deterministic pseudo-random numbers (mulberry32). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { rng } from './rng.js';
 
 const r = rng(42);
 const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
