@@ -15,7 +15,7 @@ import { resolveRowInputs } from '../src/cli/context.js';
 import type { EngineContext, Estimate } from '../src/engine/types.js';
 import { dataPath, referencePath } from '../src/util/paths.js';
 import { measuredMeans } from '../test/support/e2e-reference.js';
-import { rng } from './rng.js';
+import { rng } from '../src/util/rng.js';
 
 const REF = referencePath();
 const DEV = join(REF, 'aic-silicon', 'e2e', 'dev.csv');

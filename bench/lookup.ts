@@ -7,7 +7,7 @@ import { loadPerfSource } from '../src/perf/index.js';
 import { answerLines } from '../src/perf/query.js';
 import { projectRoot } from '../src/util/paths.js';
 import type { Dtype } from '../src/inputs/types.js';
-import { rng } from './rng.js';
+import { rng } from '../src/util/rng.js';
 
 const r = rng(42);
 const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;

@@ -6,7 +6,7 @@ import { dataPath, referencePath } from '../src/util/paths.js';
 import { FEATURES, GEMM_M_ALIGN, LOW_LATENCY, type ModelOp, type OpModel } from '../src/perf/model.js';
 import { commGroupKey, DEFAULT_FIT, fitGroup, fitMoeRouting, hostRoutedFrom, routesOf, unalignedMFactor } from '../src/perf/fit.js';
 import { listRefTables, readRefTable, REF_FILE_OP, sourceKey, type RefTable } from '../src/perf/reference.js';
-import { OP_SPECS, type Row } from '../src/perf/tables.js';
+import { modelSolOf, OP_SPECS, type Row } from '../src/perf/tables.js';
 import { dtypeBytes, peaksOf, type Peaks } from '../src/perf/sol.js';
 import { findOutlierGroups, findUnservedGroups, modelLatency, serializeCalibration, type SystemCalibration } from '../src/perf/calibration.js';
 import { baseMoeDistribution, moeRowsFor } from '../src/perf/aic.js';
@@ -24,7 +24,7 @@ function fitOp(op: ModelOp, peaks: Peaks, rows: Row[]): OpModel {
   const spec = OP_SPECS[op];
   const byGroup = new Map<string, Row[]>();
   for (const r of rows) {
-    if (!(spec.sol(peaks, r) > 0)) continue;
+    if (!(modelSolOf(spec, peaks, r) > 0)) continue;
     const g = def.group(r);
     if (!byGroup.has(g)) byGroup.set(g, []);
     byGroup.get(g)!.push(r);
@@ -37,7 +37,7 @@ function fitOp(op: ModelOp, peaks: Peaks, rows: Row[]): OpModel {
     const unaligned = op === 'gemm' ? unalignedMFactor(gr) : undefined;
     const box = spec.axisCols.flatMap((c) => gr.reduce(([lo, hi], r) => [Math.min(lo, r[c] as number), Math.max(hi, r[c] as number)], [Infinity, -Infinity]));
     const ys = gr.map((r) => {
-      const y = Math.log((r.latency_ms as number) / spec.sol(peaks, r));
+      const y = Math.log((r.latency_ms as number) / modelSolOf(spec, peaks, r));
       return unaligned && (r.m as number) % GEMM_M_ALIGN !== 0 ? y - Math.log(unaligned) : y;
     });
     const routes = op === 'moe' && g.endsWith(`|${LOW_LATENCY}`) ? routesOf(gr) : undefined;
@@ -108,7 +108,7 @@ for (const refSystem of systems) {
         const served = moeRowsFor(rows, (role) => role === 'served', true);
         const base = baseMoeDistribution(rows)!;
         if (base !== 'balanced') for (const gm of Object.values(model.groups)) gm.distribution = base;
-        const predict = (r: Row): number | undefined => modelLatency('moe', model, { ...r, distribution: undefined }, OP_SPECS.moe.sol(peaks, r));
+        const predict = (r: Row): number | undefined => modelLatency('moe', model, { ...r, distribution: undefined }, modelSolOf(OP_SPECS.moe, peaks, r));
         for (const [g, routing] of fitMoeRouting(served, base, predict)) if (model.groups[g]) model.groups[g]!.routing = routing;
       }
       console.error(`${sys.name} ${src} ${op}: ${rows.length} rows, ${Object.keys(model.groups).length} groups, ${Date.now() - t0} ms`);

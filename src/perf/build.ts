@@ -8,7 +8,7 @@ import type { Collective } from './types.js';
 import { FREE_AXES } from './grid.js';
 import { ROOFLINE } from './roofline.js';
 import { acrossNodes, peaksOf, type Peaks } from './sol.js';
-import { DEEPSEEK_MLA, OP_SPECS, toCsv, type OpName, type Row } from './tables.js';
+import { DEEPSEEK_MLA, modelSolOf, OP_SPECS, toCsv, type OpName, type Row } from './tables.js';
 
 /** Routed-expert shapes of the bundled MoE models (hidden, expert FFN, top-k, experts). */
 export const MOE_SHAPES: readonly [number, number, number, number][] = [
@@ -96,8 +96,7 @@ function denseRows(op: OpName, peaks: Peaks, key: Row, axes: { col: string; valu
   for (let o = 0; o < total; o++) {
     const r: Row = { ...key };
     for (let i = 0; i < axes.length; i++) r[axes[i]!.col] = axes[i]!.values[Math.floor(o / strides[i]!) % sizes[i]!]!;
-    const s = spec.sol(peaks, r);
-    vals[o] = Math.max(lat(r, s), s);
+    vals[o] = Math.max(lat(r, modelSolOf(spec, peaks, r)), spec.sol(peaks, r));
     rows.push(r);
   }
   const free = FREE_AXES[op];

@@ -17,7 +17,7 @@ import { planFor } from './build.js';
 import type { ModelOp, OpModel } from './model.js';
 import { loadAicTables } from './aic.js';
 import { subdirs } from './reference.js';
-import { OP_NAMES, OP_SPECS, parseCsv, type OpName, type Row } from './tables.js';
+import { modelSolOf, OP_NAMES, OP_SPECS, parseCsv, type OpName, type Row } from './tables.js';
 import type { PerfSource, PerfSourceInfo } from './types.js';
 
 export type { PerfSource, PerfSourceInfo } from './types.js';
@@ -164,11 +164,11 @@ function modelProvider(system: SystemSpec, backend: Backend, version: string): M
     }
     if (!m) return undefined;
     const model = m;
-    const s = OP_SPECS[op].sol(peaks, r);
     const f = (x: Row, sx: number): number => modelLatency(modelOp, model, x, sx) ?? NaN;
+    const s = modelSolOf(OP_SPECS[op], peaks, r);
     // Collectives beyond one NVLink domain follow the tables' alpha-beta rule (acrossNodes).
     const v = modelOp === 'nccl' ? acrossNodes(peaks, (x) => x.collective as string, f)(row, s) : f(row, s);
-    return Number.isNaN(v) ? undefined : Math.max(v, s);
+    return Number.isNaN(v) ? undefined : Math.max(v, OP_SPECS[op].sol(peaks, r));
   };
 }
 

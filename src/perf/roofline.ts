@@ -45,7 +45,7 @@ export class RooflinePerfSource implements PerfSource {
     return sol.collectiveSol(this.peaks, collective, q.dtype, q.gpus, q.elements, q.crossNode) / ROOFLINE.nccl.eff + ROOFLINE.nccl.fixed;
   }
   moe(q: MoeQuery): number {
-    const s = sol.moeSol(this.peaks, q.dtype, q.tokens, q.hidden, q.inter, q.topk, q.experts, q.moeTp, q.moeEp);
+    const s = sol.moeSol(this.peaks, q.dtype, q.tokens, q.hidden, q.inter, q.topk, q.experts, q.moeTp, q.moeEp, q.distribution);
     return s / ROOFLINE.moe.eff + ROOFLINE.moe.fixed;
   }
   mla(q: MlaQuery): number {

@@ -3,6 +3,7 @@
 import { DTYPE_BYTES, type SystemSpec } from '../inputs/types.js';
 import type { Collective } from './types.js';
 import type { Row } from './tables.js';
+import { busiestRankLoad } from './routing.js';
 
 /** Peak figures of a system in per-millisecond units, precomputed once per source. */
 export interface Peaks {
@@ -145,14 +146,17 @@ export function collectiveSol(p: Peaks, collective: Collective, dtype: string, g
   return (passes * bytes * (gpus - 1)) / gpus / linkBw(p, gpus, crossNode);
 }
 
-/** Routed-expert compute of one MoE layer on one GPU (gated FFN: gate+up and down). */
+/**
+ * Routed-expert compute of one MoE layer on the busiest GPU (gated FFN: gate+up and down), for the expert
+ * routing the tables hold (see busiestRankLoad).
+ */
 export function moeSol(
   p: Peaks, dtype: string, tokens: number, hidden: number, inter: number, topk: number, experts: number, moeTp: number, moeEp: number,
+  distribution?: string,
 ): number {
-  const t = (tokens * topk) / moeEp;
+  const { copies: t, active } = busiestRankLoad(tokens, experts, topk, moeEp, distribution);
   const ops = (2 * t * hidden * inter * 3) / moeTp;
-  const activeExperts = Math.min(experts / moeEp, t);
-  const bytes = dtypeBytes(dtype) * (t * hidden * 2 + (t * inter * 3) / moeTp) + (dtypeBytes(dtype) * hidden * inter * 3 * activeExperts) / moeTp;
+  const bytes = dtypeBytes(dtype) * (t * hidden * 2 + (t * inter * 3) / moeTp) + (dtypeBytes(dtype) * hidden * inter * 3 * active) / moeTp;
   return Math.max(ops / computeFlops(p, dtype), bytes / p.mem);
 }
 

@@ -44,6 +44,17 @@ export interface OpSpec {
   defaults?: Readonly<Record<string, string>>;
   /** Speed of light of a row (ms). */
   sol(p: Peaks, r: Row): number;
+  /**
+   * The roofline the calibrated model's corrections are relative to, where it differs from `sol`: MoE fits its
+   * efficiency on balanced routing's roofline and learns each skewed routing as a correction on top, while
+   * `sol`, the floor of every table, follows the routing (see busiestRankLoad).
+   */
+  modelSol?(p: Peaks, r: Row): number;
+}
+
+/** The roofline an op's calibrated model is relative to (OpSpec.modelSol, else its speed of light). */
+export function modelSolOf(spec: OpSpec, p: Peaks, r: Row): number {
+  return (spec.modelSol ?? spec.sol)(p, r);
 }
 
 const n = (r: Row, c: string): number => r[c] as number;
@@ -81,7 +92,8 @@ export const OP_SPECS: Record<OpName, OpSpec> = {
     op: 'moe', file: 'moe.csv', columns: ['dtype', 'distribution', 'tokens', 'hidden', 'inter', 'topk', 'experts', 'moe_tp', 'moe_ep'],
     stringCols: ['dtype', 'distribution'], keyCols: ['dtype', 'distribution', 'hidden', 'inter', 'topk', 'experts', 'moe_tp', 'moe_ep'], axisCols: ['tokens'],
     defaults: { distribution: 'balanced' },
-    sol: (p, r) => sol.moeSol(p, s(r, 'dtype'), n(r, 'tokens'), n(r, 'hidden'), n(r, 'inter'), n(r, 'topk'), n(r, 'experts'), n(r, 'moe_tp'), n(r, 'moe_ep')),
+    sol: (p, r) => sol.moeSol(p, s(r, 'dtype'), n(r, 'tokens'), n(r, 'hidden'), n(r, 'inter'), n(r, 'topk'), n(r, 'experts'), n(r, 'moe_tp'), n(r, 'moe_ep'), r.distribution === undefined ? undefined : s(r, 'distribution')),
+    modelSol: (p, r) => sol.moeSol(p, s(r, 'dtype'), n(r, 'tokens'), n(r, 'hidden'), n(r, 'inter'), n(r, 'topk'), n(r, 'experts'), n(r, 'moe_tp'), n(r, 'moe_ep')),
   },
   mla: {
     op: 'mla', file: 'mla.csv',

@@ -1,4 +1,4 @@
-// Deterministic pseudo-random numbers for the benchmarks (mulberry32): the same seed gives the same draws.
+// Deterministic pseudo-random numbers (mulberry32): the same seed gives the same draws.
 export function rng(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
