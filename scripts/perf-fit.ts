@@ -9,7 +9,7 @@ import { listRefTables, readRefTable, REF_FILE_OP, sourceKey, type RefTable } fr
 import { modelSolOf, OP_SPECS, type Row } from '../src/perf/tables.js';
 import { dtypeBytes, peaksOf, type Peaks } from '../src/perf/sol.js';
 import { findOutlierGroups, findUnservedGroups, modelLatency, serializeCalibration, type SystemCalibration } from '../src/perf/calibration.js';
-import { baseMoeDistribution, moeRowsFor } from '../src/perf/aic.js';
+import { baseMoeDistributions, moeRowsFor } from '../src/perf/aic.js';
 
 const args = process.argv.slice(2);
 const argOf = (name: string): string | undefined => {
@@ -106,8 +106,11 @@ for (const refSystem of systems) {
       // MoE: how the other routings the reference measured change each group's latency.
       if (op === 'moe') {
         const served = moeRowsFor(rows, (role) => role === 'served', true);
-        const base = baseMoeDistribution(rows)!;
-        if (base !== 'balanced') for (const gm of Object.values(model.groups)) gm.distribution = base;
+        const base = baseMoeDistributions(rows);
+        for (const [g, gm] of Object.entries(model.groups)) {
+          const own = base.get(g.split('|')[0]!);
+          if (own && own !== 'balanced') gm.distribution = own;
+        }
         const predict = (r: Row): number | undefined => modelLatency('moe', model, { ...r, distribution: undefined }, modelSolOf(OP_SPECS.moe, peaks, r));
         for (const [g, routing] of fitMoeRouting(served, base, predict)) if (model.groups[g]) model.groups[g]!.routing = routing;
       }

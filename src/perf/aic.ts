@@ -47,18 +47,28 @@ export function moeRowsFor(rows: Row[], keep: (role: MoeKernelRole) => boolean, 
 }
 
 /**
- * MoE rows: one routing distribution, balanced if measured (benchmarks with synthetic random prompts route
- * tokens close to uniformly), else power_law_1.01, else whatever exists.
+ * MoE rows: one routing distribution per dtype, balanced if measured (benchmarks with synthetic random prompts
+ * route tokens close to uniformly), else power_law_1.01, else whatever exists.
  */
 export function pickMoeDistribution(rows: Row[]): Row[] {
-  const want = baseMoeDistribution(rows);
-  return rows.filter((r) => r.distribution === want);
+  const base = baseMoeDistributions(rows);
+  return rows.filter((r) => r.distribution === base.get(String(r.dtype)));
 }
 
-/** The routing an MoE table's groups are fitted on (see pickMoeDistribution). */
-export function baseMoeDistribution(rows: Row[]): string | undefined {
-  const have = new Set(rows.map((r) => String(r.distribution)));
-  return have.has('balanced') ? 'balanced' : have.has('power_law_1.01') ? 'power_law_1.01' : [...have].sort()[0];
+/**
+ * The routing each dtype's MoE rows are fitted on (see pickMoeDistribution): per dtype, since a table may
+ * measure one format under skewed routings only (L40S TRT-LLM 1.0.0: w4afp8 beside balanced bf16).
+ */
+export function baseMoeDistributions(rows: Row[]): Map<string, string> {
+  const have = new Map<string, Set<string>>();
+  for (const r of rows) {
+    const d = String(r.dtype);
+    if (!have.has(d)) have.set(d, new Set());
+    have.get(d)!.add(String(r.distribution));
+  }
+  const out = new Map<string, string>();
+  for (const [d, h] of have) out.set(d, h.has('balanced') ? 'balanced' : h.has('power_law_1.01') ? 'power_law_1.01' : [...h].sort()[0]!);
+  return out;
 }
 
 export async function loadAicTables(sysDir: string, system: SystemSpec, backend: Backend, version: string): Promise<{ version: string; tables: Map<OpName, OpTable> }> {

@@ -174,14 +174,15 @@ function dot(a: Float64Array, b: Float64Array): number {
 }
 
 /**
- * Routing models of the MoE groups: for each group (FEATURES.moe) and each routing other than `base`, the rest of
- * ln(latency) that the group's own model (`predict`, fitted on the `base` rows) leaves on that routing's rows,
- * fitted on the MOE_ROUTING lattice. `rows`: the rows of every routing of kernels serving runs.
+ * Routing models of the MoE groups: for each group (FEATURES.moe) and each routing other than its dtype's base
+ * (`base`, by dtype), the rest of ln(latency) that the group's own model (`predict`, fitted on the base rows)
+ * leaves on that routing's rows, fitted on the MOE_ROUTING lattice. `rows`: the rows of every routing of kernels
+ * serving runs.
  */
-export function fitMoeRouting(rows: Row[], base: string, predict: (r: Row) => number | undefined): Map<string, Record<string, GroupModel>> {
+export function fitMoeRouting(rows: Row[], base: ReadonlyMap<string, string>, predict: (r: Row) => number | undefined): Map<string, Record<string, GroupModel>> {
   const byGroup = new Map<string, { xs: number[][]; ys: number[] }>();
   for (const r of rows) {
-    if (r.distribution === base || !((r.latency_ms as number) > 0)) continue;
+    if (r.distribution === base.get(String(r.dtype)) || !((r.latency_ms as number) > 0)) continue;
     const p = predict(r);
     if (!(p !== undefined && p > 0)) continue;
     const k = `${FEATURES.moe.group(r)} ${String(r.distribution)}`;

@@ -90,7 +90,7 @@ describe('op-model fit', () => {
             latency_ms: distribution === 'balanced' ? latency_ms : latency_ms * ratio(tokens) });
         }
     // The group's own model prices the balanced rows exactly here; the routing model fits what it leaves.
-    const routing = fitMoeRouting(rows, 'balanced', (r) => (r.tokens as number) / 1000 + 0.05).get('fp8')!;
+    const routing = fitMoeRouting(rows, new Map([['fp8', 'balanced']]), (r) => (r.tokens as number) / 1000 + 0.05).get('fp8')!;
     expect(Object.keys(routing)).toEqual(['power_law_1.2']);
     const base: GroupModel = { rows: 1, surfaces: FEATURES.moe.lo.flatMap((_, i) => FEATURES.moe.lo.slice(i + 1).map(() => [0])), lo: FEATURES.moe.lo.map(() => 0), hi: FEATURES.moe.lo.map(() => 0), routing };
     const m: OpModel = { features: FEATURES.moe.names, lo: FEATURES.moe.lo, hi: FEATURES.moe.hi, scale: 0.002, groups: { fp8: base } };
@@ -113,7 +113,7 @@ describe('op-model fit', () => {
           for (const distribution of ['balanced', 'power_law_1.2'])
             rows.push({ dtype: 'fp8', hidden: 4096, inter: 1536, topk: 8, experts, moe_tp: 1, moe_ep, tokens, distribution, kernel: 'k',
               latency_ms: distribution === 'balanced' ? 0.05 : 0.05 * skewAt(moe_ep) });
-    const routing = fitMoeRouting(rows, 'balanced', () => 0.05).get('fp8')!['power_law_1.2']!;
+    const routing = fitMoeRouting(rows, new Map([['fp8', 'balanced']]), () => 0.05).get('fp8')!['power_law_1.2']!;
     const model: OpModel = { features: MOE_ROUTING.names, lo: MOE_ROUTING.lo, hi: MOE_ROUTING.hi, scale: 0.002, groups: {} };
     let worst = 0;
     for (const r of rows.filter((x) => x.distribution !== 'balanced'))

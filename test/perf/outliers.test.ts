@@ -54,6 +54,16 @@ describe('MoE rows as served', () => {
     expect(out).toEqual([{ dtype: 'mxfp4', tokens: 1, distribution: 'balanced', latency_ms: 1 }]);
     expect(servingMoeRows(rows.slice(0, 1))).toEqual(rows.slice(0, 1));
   });
+
+  it('fit each dtype on its own base routing when a table measured one format under skewed routing only', () => {
+    const rows = [
+      { dtype: 'bfloat16', tokens: 1, distribution: 'balanced', latency_ms: 1 },
+      { dtype: 'bfloat16', tokens: 1, distribution: 'power_law_1.01', latency_ms: 1.2 },
+      { dtype: 'w4afp8', tokens: 1, distribution: 'power_law_1.2', latency_ms: 0.6 },
+      { dtype: 'w4afp8', tokens: 1, distribution: 'power_law_1.01', latency_ms: 0.5 },
+    ];
+    expect(pickMoeDistribution(rows)).toEqual([rows[0], rows[3]]);
+  });
 });
 
 describe('bundled GB200 TRT-LLM decode attention', () => {
