@@ -1,8 +1,8 @@
 // Dense grids over log2 axes holding ln(latency), built from table rows, and the lookup:
 // multilinear interpolation inside the grid (monotone along each axis when the grid is), roofline scaling
 // at the nearest edge's efficiency outside it, and never below the speed of light.
-import { computeFlops, gemmSol, type Peaks } from './sol.js';
-import type { OpName, OpSpec, Row } from './tables.js';
+import { computeFlops, gemmSol, moeComputeMs, moeSol, type Peaks } from './sol.js';
+import { moeSolArgs, type OpName, type OpSpec, type Row } from './tables.js';
 
 /** An axis along which the running maximum only carries from cells on the compute-bound side of the roofline. */
 export interface FreeAxis {
@@ -11,12 +11,13 @@ export interface FreeAxis {
 }
 
 /**
- * GEMM m (tokens): while a GEMM is bound by reading its weights, more tokens add no work to speak of and the
- * engines pick the kernel by m bucket; a small-m kernel can be slower than the one they run a few tokens later
- * (TRT-LLM FP8 block-scaled GEMMs on B200: 41 us at m = 4, 18 us at m = 16 for n = 4096, k = 12288). A running
- * maximum over the memory-bound side would price every batch up to the crossover at the slow kernel, so latency
- * is held monotone in m only from the first compute-bound cell on (there more tokens are more work). The weight
- * dimensions (n, k) and every other op stay monotone everywhere.
+ * GEMM m and MoE tokens: while a GEMM (or the experts' grouped GEMMs) is bound by reading its weights, more tokens
+ * add no work to speak of and the engines pick the kernel by token bucket; a small-m kernel can be slower than
+ * the one they run a few tokens later (TRT-LLM FP8 block-scaled GEMMs on B200: 41 us at m = 4, 18 us at m = 16
+ * for n = 4096, k = 12288; vLLM NVFP4 experts on B200: 634 us at 768 tokens, 219 us at 4096 for one shape). A
+ * running maximum over the memory-bound side would price every batch up to the crossover at the slow kernel, so
+ * latency is held monotone in tokens only from the first compute-bound cell on (there more tokens are more
+ * work). The weight dimensions (n, k; the expert shape) and every other op stay monotone everywhere.
  */
 export const FREE_AXES: Partial<Record<OpName, FreeAxis>> = {
   gemm: {
@@ -24,6 +25,13 @@ export const FREE_AXES: Partial<Record<OpName, FreeAxis>> = {
     computeBound: (p, r) => {
       const dtype = String(r.dtype), m = r.m as number, n = r.n as number, k = r.k as number;
       return (2 * m * n * k) / computeFlops(p, dtype) >= gemmSol(p, dtype, m, n, k) * (1 - 1e-12);
+    },
+  },
+  moe: {
+    col: 'tokens',
+    computeBound: (p, r) => {
+      const a = moeSolArgs(r);
+      return moeComputeMs(p, ...a) >= moeSol(p, ...a) * (1 - 1e-12);
     },
   },
 };

@@ -146,6 +146,15 @@ export function collectiveSol(p: Peaks, collective: Collective, dtype: string, g
   return (passes * bytes * (gpus - 1)) / gpus / linkBw(p, gpus, crossNode);
 }
 
+/** Tensor time alone of the routed experts on the busiest GPU (see moeSol), ms. */
+export function moeComputeMs(
+  p: Peaks, dtype: string, tokens: number, hidden: number, inter: number, topk: number, experts: number, moeTp: number, moeEp: number,
+  distribution?: string,
+): number {
+  const { copies } = busiestRankLoad(tokens, experts, topk, moeEp, distribution);
+  return (2 * copies * hidden * inter * 3) / moeTp / computeFlops(p, dtype);
+}
+
 /**
  * Routed-expert compute of one MoE layer on the busiest GPU (gated FFN: gate+up and down), for the expert
  * routing the tables hold (see busiestRankLoad).
@@ -155,9 +164,8 @@ export function moeSol(
   distribution?: string,
 ): number {
   const { copies: t, active } = busiestRankLoad(tokens, experts, topk, moeEp, distribution);
-  const ops = (2 * t * hidden * inter * 3) / moeTp;
   const bytes = dtypeBytes(dtype) * (t * hidden * 2 + (t * inter * 3) / moeTp) + (dtypeBytes(dtype) * hidden * inter * 3 * active) / moeTp;
-  return Math.max(ops / computeFlops(p, dtype), bytes / p.mem);
+  return Math.max(moeComputeMs(p, dtype, tokens, hidden, inter, topk, experts, moeTp, moeEp, distribution), bytes / p.mem);
 }
 
 export function memSol(p: Peaks, bytes: number): number {

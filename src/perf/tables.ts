@@ -60,6 +60,12 @@ export function modelSolOf(spec: OpSpec, p: Peaks, r: Row): number {
 const n = (r: Row, c: string): number => r[c] as number;
 const s = (r: Row, c: string): string => r[c] as string;
 
+/** moeSol's arguments for a MoE row: with its routing where it has one and `routing` is set, else balanced. */
+export function moeSolArgs(r: Row, routing = true): Parameters<typeof sol.moeSol> extends [Peaks, ...infer A] ? A : never {
+  const d = routing && r.distribution !== undefined ? s(r, 'distribution') : undefined;
+  return [s(r, 'dtype'), n(r, 'tokens'), n(r, 'hidden'), n(r, 'inter'), n(r, 'topk'), n(r, 'experts'), n(r, 'moe_tp'), n(r, 'moe_ep'), d];
+}
+
 export const OP_SPECS: Record<OpName, OpSpec> = {
   gemm: {
     op: 'gemm', file: 'gemm.csv', columns: ['dtype', 'm', 'n', 'k'], stringCols: ['dtype'], keyCols: ['dtype'], axisCols: ['m', 'n', 'k'],
@@ -92,8 +98,8 @@ export const OP_SPECS: Record<OpName, OpSpec> = {
     op: 'moe', file: 'moe.csv', columns: ['dtype', 'distribution', 'tokens', 'hidden', 'inter', 'topk', 'experts', 'moe_tp', 'moe_ep'],
     stringCols: ['dtype', 'distribution'], keyCols: ['dtype', 'distribution', 'hidden', 'inter', 'topk', 'experts', 'moe_tp', 'moe_ep'], axisCols: ['tokens'],
     defaults: { distribution: 'balanced' },
-    sol: (p, r) => sol.moeSol(p, s(r, 'dtype'), n(r, 'tokens'), n(r, 'hidden'), n(r, 'inter'), n(r, 'topk'), n(r, 'experts'), n(r, 'moe_tp'), n(r, 'moe_ep'), r.distribution === undefined ? undefined : s(r, 'distribution')),
-    modelSol: (p, r) => sol.moeSol(p, s(r, 'dtype'), n(r, 'tokens'), n(r, 'hidden'), n(r, 'inter'), n(r, 'topk'), n(r, 'experts'), n(r, 'moe_tp'), n(r, 'moe_ep')),
+    sol: (p, r) => sol.moeSol(p, ...moeSolArgs(r)),
+    modelSol: (p, r) => sol.moeSol(p, ...moeSolArgs(r, false)),
   },
   mla: {
     op: 'mla', file: 'mla.csv',

@@ -6,7 +6,7 @@ import { loadSystem } from '../../src/inputs/systems.js';
 import { loadPerfSource } from '../../src/perf/index.js';
 import { buildGrids, OpTable } from '../../src/perf/grid.js';
 import { GemmFast } from '../../src/perf/gemm-fast.js';
-import { collectiveSol, computeFlops, peaksOf, gemmSol, generationAttentionSol, NETWORK_LATENCY_MS } from '../../src/perf/sol.js';
+import { collectiveSol, computeFlops, peaksOf, gemmSol, generationAttentionSol, moeSol, NETWORK_LATENCY_MS } from '../../src/perf/sol.js';
 import { OP_SPECS, parseCsv, toCsv } from '../../src/perf/tables.js';
 import { UnsupportedError } from '../../src/util/errors.js';
 
@@ -182,6 +182,18 @@ describe('grid lookup', () => {
     const g = new OpTable(OP_SPECS.gemm, p, buildGrids(OP_SPECS.gemm, p, dip));
     expect(g.lookup({ dtype: 'bfloat16', m: 16, n, k })).toBeCloseTo(dip[2]!.latency_ms as number, 12);
     expect(g.lookup({ dtype: 'bfloat16', m: 8192, n, k })!).toBeGreaterThanOrEqual(g.lookup({ dtype: 'bfloat16', m: 4096, n, k })!);
+  });
+
+  it('keeps a memory-bound MoE dip (kernel choice) but holds compute-bound expert layers monotone in tokens', () => {
+    const shape = { dtype: 'bfloat16', distribution: 'balanced', hidden: 4096, inter: 1536, topk: 8, experts: 128, moe_tp: 1, moe_ep: 1 };
+    const floor = (tokens: number) => moeSol(p, 'bfloat16', tokens, 4096, 1536, 8, 128, 1, 1);
+    // Weight-bound (64 copies per expert and fewer): 768 tokens measured 3x slower than 1024 (another kernel).
+    // Compute-bound: 64k tokens measured faster than 32k, a dip the tables lift.
+    const lat: Record<number, number> = { 16: 1.5, 768: 3, 1024: 1.2, 32768: 3, 65536: 1.05 };
+    const rowsMoe = Object.entries(lat).map(([t, f]) => ({ ...shape, tokens: Number(t), latency_ms: f * floor(Number(t)) }));
+    const g = new OpTable(OP_SPECS.moe, p, buildGrids(OP_SPECS.moe, p, rowsMoe));
+    expect(g.lookup({ ...shape, tokens: 1024 })).toBeCloseTo(rowsMoe[2]!.latency_ms as number, 12);
+    expect(g.lookup({ ...shape, tokens: 65536 })!).toBeGreaterThanOrEqual(g.lookup({ ...shape, tokens: 32768 })!);
   });
 
   it('answers the hot-path GEMM lookups as the grid does, for every format (roofline scaling included)', () => {
