@@ -5,7 +5,7 @@ import type { Backend, SystemSpec } from '../inputs/types.js';
 import { borrowedGroups, groupFor, loadCalibration, modelLatency, pickSource, resolvedModel, routingsOf, type SystemCalibration } from './calibration.js';
 import type { ModelOp, OpModel } from './model.js';
 import type { Collective } from './types.js';
-import { FREE_AXES } from './grid.js';
+import { carriesAlong } from './grid.js';
 import { ROOFLINE } from './roofline.js';
 import { acrossNodes, peaksOf, type Peaks } from './sol.js';
 import { DEEPSEEK_MLA, modelSolOf, OP_SPECS, toCsv, type OpName, type Row } from './tables.js';
@@ -85,7 +85,7 @@ function gemmDtypes(sys: SystemSpec, m?: OpModel): string[] {
   return [...set].sort();
 }
 
-/** Evaluate cells of one key: dense over the axes, floored at SOL, running max along each axis (monotone; see FREE_AXES). */
+/** Evaluate cells of one key: dense over the axes, floored at SOL, running max along each axis (monotone; see carriesAlong). */
 function denseRows(op: OpName, peaks: Peaks, key: Row, axes: { col: string; values: readonly number[] }[], lat: (r: Row, sol: number) => number, keep?: (r: Row) => boolean): Row[] {
   const spec = OP_SPECS[op];
   const sizes = axes.map((a) => a.values.length);
@@ -99,13 +99,12 @@ function denseRows(op: OpName, peaks: Peaks, key: Row, axes: { col: string; valu
     vals[o] = Math.max(lat(r, modelSolOf(spec, peaks, r)), spec.sol(peaks, r));
     rows.push(r);
   }
-  const free = FREE_AXES[op];
   for (let i = 0; i < axes.length; i++) {
-    const isFree = free?.col === axes[i]!.col;
+    const col = axes[i]!.col;
     for (let o = 0; o < total; o++) {
       const j = Math.floor(o / strides[i]!) % sizes[i]!;
       const prev = o - strides[i]!;
-      if (j > 0 && vals[o]! < vals[prev]! && (!isFree || free!.computeBound(peaks, rows[prev]!))) vals[o] = vals[prev]!;
+      if (j > 0 && vals[o]! < vals[prev]! && carriesAlong(op, col, peaks, rows[prev]!)) vals[o] = vals[prev]!;
     }
   }
   const out: Row[] = [];

@@ -36,6 +36,20 @@ export const FREE_AXES: Partial<Record<OpName, FreeAxis>> = {
   },
 };
 
+/**
+ * GEMM weight dimensions below one 128-wide tile: the kernels pad n and k to their tile, so a smaller n or k is no
+ * less work than a full tile (measured slower at times: H200 TRT-LLM int4 weight-only at k = 32 / 64, below its
+ * 128-wide quantization group) and sets no floor for it.
+ */
+export const GEMM_TILE = 128;
+
+/** Whether a cell's latency carries along `col` as a floor for the next cell (the tables' running maximum). */
+export function carriesAlong(op: OpName, col: string, p: Peaks, r: Row): boolean {
+  const free = FREE_AXES[op];
+  if (free?.col === col && !free.computeBound(p, r)) return false;
+  return !(op === 'gemm' && (col === 'n' || col === 'k') && (r[col] as number) < GEMM_TILE);
+}
+
 export interface Grid {
   key: Row;
   /** log2 of the axis values, ascending. */
@@ -129,14 +143,13 @@ function buildGrid(spec: OpSpec, peaks: Peaks, rows: Row[]): Grid {
     const from = src[o]!;
     lnLat[o] = lnLat[from]! + Math.log(spec.sol(peaks, cellRow(o)) / spec.sol(peaks, cellRow(from)));
   }
-  // More work never takes less time: running maximum along every axis (FREE_AXES: from compute-bound cells only).
-  const free = FREE_AXES[spec.op];
+  // More work never takes less time: running maximum along every axis (see carriesAlong).
   for (let i = 0; i < d; i++) {
     const st = strides[i]!;
-    const isFree = free?.col === spec.axisCols[i];
+    const col = spec.axisCols[i]!;
     for (let o = 0; o < total; o++) {
       const j = Math.floor(o / st) % sizes[i]!;
-      if (j > 0 && lnLat[o]! < lnLat[o - st]! && (!isFree || free!.computeBound(peaks, cellRow(o - st)))) lnLat[o] = lnLat[o - st]!;
+      if (j > 0 && lnLat[o]! < lnLat[o - st]! && carriesAlong(spec.op, col, peaks, cellRow(o - st))) lnLat[o] = lnLat[o - st]!;
     }
   }
   return { key, axes: values.map((vs) => Float64Array.from(vs, Math.log2)), values, lnLat, strides };

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadSystem } from '../../src/inputs/systems.js';
 import { loadPerfSource } from '../../src/perf/index.js';
-import { buildGrids, OpTable } from '../../src/perf/grid.js';
+import { buildGrids, GEMM_TILE, OpTable } from '../../src/perf/grid.js';
 import { GemmFast } from '../../src/perf/gemm-fast.js';
 import { collectiveSol, computeFlops, peaksOf, gemmSol, generationAttentionSol, moeSol, NETWORK_LATENCY_MS } from '../../src/perf/sol.js';
 import { OP_SPECS, parseCsv, toCsv } from '../../src/perf/tables.js';
@@ -41,7 +41,8 @@ describe('perf source (bundled tables)', () => {
       }
       expect(checked).toBeGreaterThan(10);
       prev = 0;
-      for (let n = 100; n <= 400000; n = Math.ceil(n * 1.5)) {
+      // Weight dimensions are more work from one tile on (below it the kernels pad; see GEMM_TILE).
+      for (let n = GEMM_TILE; n <= 400000; n = Math.ceil(n * 1.5)) {
         const t = src.gemm({ dtype, m: 333, n, k: 5000 });
         expect(t).toBeGreaterThanOrEqual(prev * (1 - 1e-9));
         prev = t;
@@ -182,6 +183,16 @@ describe('grid lookup', () => {
     const g = new OpTable(OP_SPECS.gemm, p, buildGrids(OP_SPECS.gemm, p, dip));
     expect(g.lookup({ dtype: 'bfloat16', m: 16, n, k })).toBeCloseTo(dip[2]!.latency_ms as number, 12);
     expect(g.lookup({ dtype: 'bfloat16', m: 8192, n, k })!).toBeGreaterThanOrEqual(g.lookup({ dtype: 'bfloat16', m: 4096, n, k })!);
+  });
+
+  it('takes no floor from GEMM weight dimensions below one tile, and holds them monotone from the tile on', () => {
+    const m = 4096, n = 4096;
+    // k = 64 (padded to the 128-wide tile) measured slower than k = 128; k = 512 measured faster than k = 256 (lifted).
+    const lat: Record<number, number> = { 32: 1.5, 64: 1.5, 128: 1.0, 256: 3.0, 512: 1.2 };
+    const dip = Object.entries(lat).map(([k, f]) => ({ dtype: 'bfloat16', m, n, k: Number(k), latency_ms: f * gemmSol(p, 'bfloat16', m, n, Number(k)) }));
+    const g = new OpTable(OP_SPECS.gemm, p, buildGrids(OP_SPECS.gemm, p, dip));
+    expect(g.lookup({ dtype: 'bfloat16', m, n, k: 128 })).toBeCloseTo(dip[2]!.latency_ms as number, 12);
+    expect(g.lookup({ dtype: 'bfloat16', m, n, k: 512 })!).toBeGreaterThanOrEqual(g.lookup({ dtype: 'bfloat16', m, n, k: 256 })!);
   });
 
   it('keeps a memory-bound MoE dip (kernel choice) but holds compute-bound expert layers monotone in tokens', () => {
