@@ -1,7 +1,7 @@
 // Dense grids over log2 axes holding ln(latency), built from table rows, and the lookup:
 // multilinear interpolation inside the grid (monotone along each axis when the grid is), roofline scaling
 // at the nearest edge's efficiency outside it, and never below the speed of light.
-import { computeFlops, gemmSol, moeComputeMs, moeSol, type Peaks } from './sol.js';
+import { computeFlops, gemmSol, moeRoofline, type Peaks } from './sol.js';
 import { moeSolArgs, type OpName, type OpSpec, type Row } from './tables.js';
 
 /** An axis along which the running maximum only carries from cells on the compute-bound side of the roofline. */
@@ -19,7 +19,7 @@ export interface FreeAxis {
  * latency is held monotone in tokens only from the first compute-bound cell on (there more tokens are more
  * work). The weight dimensions (n, k; the expert shape) and every other op stay monotone everywhere.
  */
-export const FREE_AXES: Partial<Record<OpName, FreeAxis>> = {
+const FREE_AXES: Partial<Record<OpName, FreeAxis>> = {
   gemm: {
     col: 'm',
     computeBound: (p, r) => {
@@ -30,8 +30,8 @@ export const FREE_AXES: Partial<Record<OpName, FreeAxis>> = {
   moe: {
     col: 'tokens',
     computeBound: (p, r) => {
-      const a = moeSolArgs(r);
-      return moeComputeMs(p, ...a) >= moeSol(p, ...a) * (1 - 1e-12);
+      const { computeMs, memoryMs } = moeRoofline(p, ...moeSolArgs(r));
+      return computeMs >= memoryMs;
     },
   },
 };

@@ -146,26 +146,23 @@ export function collectiveSol(p: Peaks, collective: Collective, dtype: string, g
   return (passes * bytes * (gpus - 1)) / gpus / linkBw(p, gpus, crossNode);
 }
 
-/** Tensor time alone of the routed experts on the busiest GPU (see moeSol), ms. */
-export function moeComputeMs(
-  p: Peaks, dtype: string, tokens: number, hidden: number, inter: number, topk: number, experts: number, moeTp: number, moeEp: number,
-  distribution?: string,
-): number {
-  const { copies } = busiestRankLoad(tokens, experts, topk, moeEp, distribution);
-  return (2 * copies * hidden * inter * 3) / moeTp / computeFlops(p, dtype);
-}
-
 /**
  * Routed-expert compute of one MoE layer on the busiest GPU (gated FFN: gate+up and down), for the expert
- * routing the tables hold (see busiestRankLoad).
+ * routing the tables hold (see busiestRankLoad): tensor time and memory time, ms.
  */
-export function moeSol(
+export function moeRoofline(
   p: Peaks, dtype: string, tokens: number, hidden: number, inter: number, topk: number, experts: number, moeTp: number, moeEp: number,
   distribution?: string,
-): number {
+): { computeMs: number; memoryMs: number } {
   const { copies: t, active } = busiestRankLoad(tokens, experts, topk, moeEp, distribution);
   const bytes = dtypeBytes(dtype) * (t * hidden * 2 + (t * inter * 3) / moeTp) + (dtypeBytes(dtype) * hidden * inter * 3 * active) / moeTp;
-  return Math.max(moeComputeMs(p, dtype, tokens, hidden, inter, topk, experts, moeTp, moeEp, distribution), bytes / p.mem);
+  return { computeMs: (2 * t * hidden * inter * 3) / moeTp / computeFlops(p, dtype), memoryMs: bytes / p.mem };
+}
+
+/** Speed of light of the routed experts (moeRoofline's slower side), ms. */
+export function moeSol(...a: Parameters<typeof moeRoofline>): number {
+  const { computeMs, memoryMs } = moeRoofline(...a);
+  return Math.max(computeMs, memoryMs);
 }
 
 export function memSol(p: Peaks, bytes: number): number {

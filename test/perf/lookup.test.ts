@@ -28,7 +28,7 @@ describe('perf source (bundled tables)', () => {
   it('GEMM latency never decreases with more work and never beats the roofline', async () => {
     const src = await loadPerfSource({ system: h200, backend: 'vllm', version: '0.19.0' });
     const p = peaksOf(h200);
-    // More tokens are more work once the GEMM is compute-bound (below that the kernel choice by m rules; see FREE_AXES).
+    // More tokens are more work once the GEMM is compute-bound (below that the kernel choice by m rules; see carriesAlong).
     const computeBound = (dtype: string, m: number): boolean => (2 * m * 6144 * 4096) / computeFlops(p, dtype) >= gemmSol(p, dtype, m, 6144, 4096);
     for (const dtype of ['bfloat16', 'fp8'] as const) {
       let prev = 0;
