@@ -348,3 +348,61 @@ function tableLookup(op: string, dir: string, file: string, b: CsvTable, peaks: 
     return table.lookup(q);
   };
 }
+
+/** One measured row of a slice as far as any table can answer it: its shape key, latency and speed of light. */
+export interface MeasuredShape {
+  key: string;
+  latency: number;
+  sol: number;
+}
+
+/**
+ * Rows that no table respecting the roofline can bring within `tol` (relative) of their measurement: a table
+ * holds one latency per shape, at least the speed of light, so each shape's rows are served by one value v >= SOL,
+ * and only the rows whose window [latency (1 - tol), latency (1 + tol)] contains v are met. The largest such set
+ * per shape is found by sweeping the windows' ends; every other row is a miss whatever the table says.
+ */
+function unavoidableMisses(groups: ReadonlyArray<ReadonlyArray<MeasuredShape>>, tol: number): number {
+  let misses = 0;
+  for (const group of groups) {
+    // Windows clipped to [SOL, inf): a window wholly below the roofline cannot be met.
+    const events: [number, number][] = [];
+    for (const r of group) {
+      const lo = Math.max(r.latency * (1 - tol), r.sol);
+      const hi = r.latency * (1 + tol);
+      if (lo <= hi) events.push([lo, 1], [hi, -1]);
+    }
+    // Openings before closings at the same point: touching windows share that value.
+    events.sort((a, b) => a[0] - b[0] || b[1] - a[1]);
+    let open = 0;
+    let best = 0;
+    for (const [, d] of events) best = Math.max(best, (open += d));
+    misses += group.length - best;
+  }
+  return misses;
+}
+
+/**
+ * The lowest p90 absolute % error any table respecting the roofline can reach on these rows (see
+ * unavoidableMisses): the smallest tolerance at which at most a tenth of the rows must miss, to 0.1%.
+ */
+export function p90Floor(rows: ReadonlyArray<MeasuredShape>): number {
+  const byKey = new Map<string, MeasuredShape[]>();
+  for (const r of rows) {
+    const l = byKey.get(r.key);
+    if (l) l.push(r);
+    else byKey.set(r.key, [r]);
+  }
+  const groups = [...byKey.values()];
+  const allowed = Math.floor(rows.length * 0.1);
+  if (unavoidableMisses(groups, 0) <= allowed) return 0;
+  let lo = 0;
+  let hi = 0.25;
+  while (unavoidableMisses(groups, hi) > allowed) [lo, hi] = [hi, hi * 2];
+  while (hi - lo > 0.001) {
+    const mid = (lo + hi) / 2;
+    if (unavoidableMisses(groups, mid) > allowed) lo = mid;
+    else hi = mid;
+  }
+  return hi * 100;
+}

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Command } from 'commander';
-import { compareTables, errorStats, parseTableCsv, quantile } from '../../src/perf/compare.js';
+import { compareTables, errorStats, p90Floor, parseTableCsv, quantile } from '../../src/perf/compare.js';
 import { registerPerfCompare, renderCompare } from '../../src/cli/commands/perf-compare.js';
 import { InputError } from '../../src/util/errors.js';
 
@@ -251,5 +251,28 @@ describe('configure perf compare', () => {
     write(b, 'gemm.csv', 'dtype,m,n,k,latency_ms\nbfloat16,9,2,3,1\n');
     const text = renderCompare(compareTables(a, b));
     expect(text).toMatch(/nothing was compared/);
+  });
+});
+
+describe('p90Floor', () => {
+  const row = (key: string, latency: number, sol = 0.1) => ({ key, latency, sol });
+
+  it('is zero when every shape can be met exactly', () => {
+    expect(p90Floor(Array.from({ length: 20 }, (_, i) => row(`s${i}`, 1 + i)))).toBe(0);
+  });
+
+  it('is set by rows measured below the roofline once they are more than a tenth', () => {
+    // 2 of 10 rows measured at half their speed of light: one of them must stay 100% off.
+    const rows = [...Array.from({ length: 8 }, (_, i) => row(`s${i}`, 1)), row('a', 0.5, 1), row('b', 0.5, 1)];
+    expect(p90Floor(rows)).toBeCloseTo(100, 0);
+    // One such row is within the tenth a p90 leaves out.
+    expect(p90Floor(rows.slice(1))).toBeGreaterThan(99);
+    expect(p90Floor([...rows.slice(0, 9), row('c', 1)])).toBe(0);
+  });
+
+  it('splits the difference between duplicate measurements of one shape', () => {
+    // One table value serves both: 1 and 3 ms are both met within 50% by 1.5 ms.
+    const rows = [...Array.from({ length: 3 }, (_, i) => row(`s${i}`, 1)), row('dup', 1), row('dup', 3)];
+    expect(p90Floor(rows)).toBeCloseTo(50, 0);
   });
 });
