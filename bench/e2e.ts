@@ -10,7 +10,7 @@ import { estimateAgg, isRefusal } from '../src/engine/index.js';
 import { decodeFloorMs } from '../src/engine/memory.js';
 import { BANDS_FILE, groupKeys, type ErrorBandsFile, type ErrorGroup, type ErrorStat } from '../src/engine/bands.js';
 import { backendProfile } from '../src/engine/backends.js';
-import { estimateRow, parseCsv, rowDtypes, type Row, type RowInputs } from '../src/engine/rows.js';
+import { estimateRow, parseCsv, rowConcurrency, rowDtypes, type Row, type RowInputs } from '../src/engine/rows.js';
 import { resolveRowInputs } from '../src/cli/context.js';
 import type { EngineContext, Estimate } from '../src/engine/types.js';
 import { dataPath, referencePath } from '../src/util/paths.js';
@@ -36,6 +36,8 @@ interface Result {
   thr?: [number, number];
   /** Row label for --rows output. */
   label?: string;
+  /** What the estimate is a function of (inputKey); rows with the same key get the same prediction. */
+  inputs?: string;
 }
 
 const pct = (pred: number, meas: number) => (100 * (pred - meas)) / meas;
@@ -43,7 +45,7 @@ const pct = (pred: number, meas: number) => (100 * (pred - meas)) / meas;
 async function runDev(rows: Row[], perfData?: string): Promise<Result[]> {
   const out: Result[] = [];
   for (const row of rows) {
-    const r: Result = { source: 'dev', system: row.system, backend: row.backend, family: '?', kind: '?', mode: row.mode, label: row.id };
+    const r: Result = { source: 'dev', system: row.system, backend: row.backend, family: '?', kind: '?', mode: row.mode, label: row.id, inputs: inputKey(row) };
     const inp = await resolveRowInputs(row, perfData);
     if ('refused' in inp) {
       r.refused = inp.reason;
@@ -70,6 +72,12 @@ async function runDev(rows: Row[], perfData?: string): Promise<Result[]> {
     out.push(r);
   }
   return out;
+}
+
+/** Everything an estimate reads from a row: its columns but the id and the measurements, and of its source the concurrency and whether the planner generated it. */
+function inputKey(row: Row): string {
+  const { id: _id, silicon_ttft_ms: _t, silicon_tpot_ms: _p, silicon_data_source: src, ...recorded } = row;
+  return JSON.stringify([recorded, rowConcurrency(row) ?? null, /config_id=/.test(src ?? '')]);
 }
 
 /** HBM floor of the row's decode step at the running batch its clients allow (per decode instance). */
@@ -190,6 +198,40 @@ function table(title: string, results: Result[], key: (r: Result) => string): vo
 }
 
 /**
+ * The lowest MAPE any estimator can reach on a group's rows when its prediction is a function of what the rows
+ * record: rows of one recorded configuration get one prediction, and the best one for their measurements m is the
+ * median of m weighted by 1/m (it minimises the sum of |p - m| / m). Configurations measured once cost nothing.
+ */
+function recordedFloor(results: Result[], key: (r: Result) => string): void {
+  console.log('\n## What the recorded columns allow: MAPE of the best single prediction per recorded configuration');
+  console.log('| group | rows | configurations measured more than once (rows) | TTFT floor | TPOT floor |');
+  console.log('|---|---:|---:|---:|---:|');
+  const floor = (rs: Result[], m: 'ttft' | 'tpot'): number => {
+    const byInputs = new Map<string, number[]>();
+    for (const r of rs) if (r[m]) byInputs.set(r.inputs!, [...(byInputs.get(r.inputs!) ?? []), r[m]![1]]);
+    let cost = 0;
+    let n = 0;
+    for (const meas of byInputs.values()) {
+      n += meas.length;
+      const s = [...meas].sort((a, b) => a - b);
+      const half = s.reduce((a, x) => a + 1 / x, 0) / 2;
+      let acc = 0;
+      const p = s.find((x) => (acc += 1 / x) >= half)!;
+      cost += s.reduce((a, x) => a + Math.abs(p - x) / x, 0);
+    }
+    return n ? (100 * cost) / n : NaN;
+  };
+  const groups = new Map<string, Result[]>();
+  for (const r of results.filter((x) => !x.refused && x.inputs)) groups.set(key(r), [...(groups.get(key(r)) ?? []), r]);
+  for (const [k, rs] of [...groups.entries()].sort()) {
+    const count = new Map<string, number>();
+    for (const r of rs) count.set(r.inputs!, (count.get(r.inputs!) ?? 0) + 1);
+    const repeated = [...count.values()].filter((c) => c > 1);
+    console.log(`| ${k} | ${rs.length} | ${repeated.length} (${repeated.reduce((a, c) => a + c, 0)}) | ${f1(floor(rs, 'ttft'))} | ${f1(floor(rs, 'tpot'))} |`);
+  }
+}
+
+/**
  * How much a group's MAPE moves with the rows it is measured on: the MAPE of 200 fixed half-samples (p5 / p50 /
  * p95), i.e. what a held-out set about half the size of the dev rows would likely measure.
  */
@@ -280,6 +322,7 @@ async function main(): Promise<void> {
   const supported = devRes.filter((r) => !r.family.startsWith('other:') && !/^unknown system/.test(r.refused ?? ''));
   table('dev rows by kind and mode (bundled families)', supported, (r) => `${r.kind} ${r.mode}`);
   samplingSpread(supported, (r) => `${r.kind} ${r.mode}`);
+  recordedFloor(supported, (r) => `${r.kind} ${r.mode}`);
   const consistent = supported.filter((r) => !r.belowFloor);
   console.log(`\n${supported.length - consistent.length} estimated rows report a TPOT below 0.8x the HBM floor of their recorded configuration ` +
     '(weights + KV read once per step: speculative decoding, or a batch/parallelism not as recorded). Without them:');
