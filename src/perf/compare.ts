@@ -365,6 +365,11 @@ export interface MeasuredShape {
 function unavoidableMisses(groups: ReadonlyArray<ReadonlyArray<MeasuredShape>>, tol: number): number {
   let misses = 0;
   for (const group of groups) {
+    if (group.length === 1) {
+      // One row: met unless its whole window lies below the roofline.
+      if (group[0]!.sol > group[0]!.latency * (1 + tol)) misses++;
+      continue;
+    }
     // Windows clipped to [SOL, inf): a window wholly below the roofline cannot be met.
     const events: [number, number][] = [];
     for (const r of group) {
