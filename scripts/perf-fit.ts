@@ -5,7 +5,8 @@ import { loadSystem } from '../src/inputs/systems.js';
 import { dataPath, referencePath } from '../src/util/paths.js';
 import { FEATURES, GEMM_M_ALIGN, LOW_LATENCY, type ModelOp, type OpModel } from '../src/perf/model.js';
 import { commGroupKey, DEFAULT_FIT, fitGroup, fitMoeRouting, hostRoutedFrom, routesOf, unalignedMFactor } from '../src/perf/fit.js';
-import { listRefTables, readRefTable, REF_FILE_OP, sourceKey, type RefTable } from '../src/perf/reference.js';
+import { listRefTables, MLA_DECODE_KERNEL_FILE, readRefTable, REF_FILE_OP, sourceKey, type RefTable } from '../src/perf/reference.js';
+import { composeDecodeModules, COMPOSED_MLA_ENGINES } from '../src/perf/mla.js';
 import { modelSolOf, OP_SPECS, type Row } from '../src/perf/tables.js';
 import { dtypeBytes, peaksOf, type Peaks } from '../src/perf/sol.js';
 import { findOutlierGroups, findUnservedGroups, modelLatency, serializeCalibration, type SystemCalibration } from '../src/perf/calibration.js';
@@ -117,6 +118,21 @@ for (const refSystem of systems) {
       console.error(`${sys.name} ${src} ${op}: ${rows.length} rows, ${Object.keys(model.groups).length} groups, ${Date.now() - t0} ms`);
       if (src.startsWith('nccl/')) cal.nccl = { version: src.slice(5), model };
       else (cal.sources[src] ??= {})[op] = model;
+    }
+    // An engine that measured its decode MLA kernel but no module: its decode module from that kernel and its GEMMs.
+    const kernel = mine.find((t) => sourceKey(t) === src && t.file === MLA_DECODE_KERNEL_FILE);
+    const gemm = cal.sources[src]?.gemm;
+    if (kernel && gemm && !ops.has('mla') && COMPOSED_MLA_ENGINES.includes(kernel.framework)) {
+      const gemmMs = (dtype: string, m: number, n: number, k: number): number | undefined => {
+        const r: Row = { dtype, m, n, k };
+        const sol = OP_SPECS.gemm.sol(peaks, r);
+        const v = gemm.groups[dtype] ? modelLatency('gemm', gemm, r, sol) : undefined;
+        return v === undefined ? undefined : Math.max(v, sol);
+      };
+      const rows = composeDecodeModules((await readRefTable(kernel))?.rows ?? [], gemmMs);
+      const model = fitOp('mla', peaks, rows);
+      console.error(`${sys.name} ${src} mla: ${rows.length} decode modules composed from its decode kernel and GEMMs, ${Object.keys(model.groups).length} groups`);
+      (cal.sources[src] ??= {}).mla = model;
     }
   }
   const excluded = [...findOutlierGroups(cal), ...findUnservedGroups(cal)];

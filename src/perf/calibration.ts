@@ -325,9 +325,14 @@ export function resolvedModel(cal: SystemCalibration, backend: string, version: 
       else {
         // A dtype this version never measured: from another version of the same engine, else (FORMAT_BORROW
         // only) the same format measured by another engine on this GPU, which is closer than a different format
-        // of this engine (e.g. MXFP4 experts priced as int4 weight-only, 3x slower on H100 vLLM).
+        // of this engine (e.g. MXFP4 experts priced as int4 weight-only, 3x slower on H100 vLLM). An MLA phase the
+        // engine has no module for at all (TRT-LLM's prefill, where only its decode module is composed) comes from
+        // another engine's measured module on this GPU, as the whole op did before.
         const same = order.find((k) => k.startsWith(`${backend}/`) && cal.sources[k]![op]!.groups[g] && !excluded.has(`${k}|${g}`));
-        const other = FORMAT_BORROW.has(g) ? order.find((k) => cal.sources[k]![op]!.groups[g] && !excluded.has(`${k}|${g}`)) : undefined;
+        const phase = g.split('|')[0];
+        const phaseUnmeasured = op === 'mla'
+          && !order.some((k) => k.startsWith(`${backend}/`) && Object.keys(cal.sources[k]![op]!.groups).some((h) => h.split('|')[0] === phase));
+        const other = FORMAT_BORROW.has(g) || phaseUnmeasured ? order.find((k) => cal.sources[k]![op]!.groups[g] && !excluded.has(`${k}|${g}`)) : undefined;
         const from = same ?? other;
         if (from) groups[g] = cal.sources[from]![op]!.groups[g]!;
         // Measured by a version of this engine but excluded there: priced as that version prices it.

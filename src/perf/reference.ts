@@ -28,6 +28,12 @@ export const REF_FILE_OP: Record<string, OpName> = {
   'mla_generation_module_perf.parquet': 'mla',
 };
 
+/**
+ * An engine's decode MLA attention kernel alone (no projections). Not a table of ours: where an engine measured
+ * no whole module, the fit composes its decode module from this kernel and its own GEMMs (see mla.ts).
+ */
+export const MLA_DECODE_KERNEL_FILE = 'generation_mla_perf.parquet';
+
 /** Sorted subfolders of `dir` (none when it does not exist). */
 export function subdirs(dir: string): string[] {
   if (!existsSync(dir)) return [];
@@ -66,7 +72,7 @@ export function ourDtype(d: string): string {
 
 /** Read one reference table into our row shape (latency_ms included); rows we do not model are dropped. */
 export async function readRefTable(t: RefTable): Promise<{ op: OpName; rows: Row[] } | undefined> {
-  const op = REF_FILE_OP[t.file];
+  const op = REF_FILE_OP[t.file] ?? (t.file === MLA_DECODE_KERNEL_FILE ? 'mla' : undefined);
   if (!op) return undefined;
   const raw = (await parquetReadObjects({ file: await asyncBufferFromFile(t.path), compressors })) as Record<string, unknown>[];
   const rows: Row[] = [];
