@@ -111,10 +111,8 @@ for (const t of tables) {
   const src = await loadPerfSource({ system: sys, backend, version });
   const got = await readRefTable(t);
   if (!got) continue;
-  /** (measured, predicted) latency pairs per slice label. */
-  const errs = new Map<string, [number, number][]>();
-  const belowSol = new Map<string, number>();
-  const measured = new Map<string, { r: Row; latency: number; sol: number; predicted: number }[]>();
+  /** Each slice's rows: the row, its measured and predicted latency and its speed of light. */
+  const measured = new Map<string, { r: Row; latency: number; predicted: number; sol: number }[]>();
   const peaks = peaksOf(sys);
   const poolOf = new Map<string, string>();
   // MoE rows of a kernel serving does not run at that size, or of a non-gated FFN, are reported apart (see moeKernelRoles).
@@ -140,26 +138,23 @@ for (const t of tables) {
     if (!Number.isFinite(p)) continue;
     const lat = r.latency_ms as number;
     const k = labelOf(op, r);
-    const l = errs.get(k) ?? [];
-    l.push([lat, p]);
-    const sol = OP_SPECS[op].sol(peaks, r);
-    if (lat < sol) belowSol.set(k, (belowSol.get(k) ?? 0) + 1);
     const ms = measured.get(k) ?? [];
-    ms.push({ r, latency: lat, sol, predicted: p });
+    ms.push({ r, latency: lat, predicted: p, sol: OP_SPECS[op].sol(peaks, r) });
     measured.set(k, ms);
-    errs.set(k, l);
     const pk = t.file.includes('mla_') ? 'mla_module' : op === 'moe' ? `moe (${String(r.role ?? r.distribution)})` : r.role ? `${op} (${String(r.role)})` : op;
     poolOf.set(k, pk);
     const pl = pooled.get(pk) ?? [];
     pl.push(Math.abs(((p - lat) / lat) * 100));
     pooled.set(pk, pl);
   }
-  for (const k of [...errs.keys()].sort()) {
-    const { count, medianAbsPct, p90AbsPct, biasPct } = errorStats(errs.get(k)!);
+  for (const [k, ms] of [...measured.entries()].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    const pairs = (rows: typeof ms): [number, number][] => rows.map((m) => [m.latency, m.predicted]);
+    const { count, medianAbsPct, p90AbsPct, biasPct } = errorStats(pairs(ms));
+    const aboveSol = ms.filter((m) => m.latency >= m.sol);
     stats.push({ system: sys.name, backend: t.framework, version: t.version, op: t.file.includes('mla_') ? 'mla_module' : op, dtype: k, pool: poolOf.get(k)!, rows: count,
-      medianAbsPct, p90AbsPct, biasPct, belowSol: belowSol.get(k) ?? 0,
-      p90Floor: p90AbsPct > 25 ? p90Floor(measured.get(k)!.map((m): MeasuredShape => ({ key: shapeKey(m.r), latency: m.latency, sol: m.sol }))) : undefined,
-      metAboveSol: meets(errorStats(measured.get(k)!.filter((m) => m.latency >= m.sol).map((m): [number, number] => [m.latency, m.predicted]))) });
+      medianAbsPct, p90AbsPct, biasPct, belowSol: ms.length - aboveSol.length,
+      p90Floor: p90AbsPct > 25 ? p90Floor(ms.map((m): MeasuredShape => ({ key: shapeKey(m.r), latency: m.latency, sol: m.sol }))) : undefined,
+      metAboveSol: meets(errorStats(pairs(aboveSol))) });
   }
 }
 /**
