@@ -14,7 +14,7 @@ import { estimateRow, parseCsv, rowConcurrency, rowDtypes, type Row, type RowInp
 import { resolveRowInputs } from '../src/cli/context.js';
 import type { EngineContext, Estimate } from '../src/engine/types.js';
 import { dataPath, referencePath } from '../src/util/paths.js';
-import { measuredMeans } from '../test/support/e2e-reference.js';
+import { measuredMeans, withoutMeasurements } from '../test/support/e2e-reference.js';
 import { rng } from '../src/util/rng.js';
 
 const REF = referencePath();
@@ -76,7 +76,7 @@ async function runDev(rows: Row[], perfData?: string): Promise<Result[]> {
 
 /** Everything an estimate reads from a row: its columns but the id and the measurements, and of its source the concurrency and whether the planner generated it. */
 function inputKey(row: Row): string {
-  const { id: _id, silicon_ttft_ms: _t, silicon_tpot_ms: _p, silicon_data_source: src, ...recorded } = row;
+  const { id: _id, silicon_data_source: src, ...recorded } = withoutMeasurements(row);
   return JSON.stringify([recorded, rowConcurrency(row) ?? null, /config_id=/.test(src ?? '')]);
 }
 

@@ -6,3 +6,9 @@ import type { Row } from '../../src/engine/rows.js';
 export function measuredMeans(row: Row): { ttftMs: number; tpotMs: number } {
   return { ttftMs: Number(row.silicon_ttft_ms), tpotMs: Number(row.silicon_tpot_ms) };
 }
+
+/** A run's row without its measurements: what it records of the configuration. */
+export function withoutMeasurements(row: Row): Row {
+  const { silicon_ttft_ms: _t, silicon_tpot_ms: _p, ...recorded } = row;
+  return recorded;
+}
