@@ -178,17 +178,23 @@ function stats(errs: number[]): { n: number; mape: number; medae: number; p10: n
 
 const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '-');
 
-function table(title: string, results: Result[], key: (r: Result) => string): void {
-  const groups = new Map<string, Result[]>();
-  for (const r of results) {
-    const k = key(r);
-    if (!groups.has(k)) groups.set(k, []);
-    groups.get(k)!.push(r);
+/** Items by key, keys sorted. */
+function groupBy<T>(items: T[], key: (x: T) => string): [string, T[]][] {
+  const groups = new Map<string, T[]>();
+  for (const x of items) {
+    const k = key(x);
+    const g = groups.get(k);
+    if (g) g.push(x);
+    else groups.set(k, [x]);
   }
+  return [...groups.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
+function table(title: string, results: Result[], key: (r: Result) => string): void {
   console.log(`\n## ${title}`);
   console.log('| group | rows | refused | TTFT MAPE | TTFT med | TPOT MAPE | TPOT med | thr MAPE | thr med |');
   console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
-  for (const [k, rs] of [...groups.entries()].sort()) {
+  for (const [k, rs] of groupBy(results, key)) {
     const ok = rs.filter((r) => !r.refused);
     const t = stats(ok.filter((r) => r.ttft).map((r) => pct(...r.ttft!)));
     const p = stats(ok.filter((r) => r.tpot).map((r) => pct(...r.tpot!)));
@@ -207,13 +213,11 @@ function recordedFloor(results: Result[], key: (r: Result) => string): void {
   console.log('| group | rows | configurations measured more than once (rows) | TTFT floor | TPOT floor |');
   console.log('|---|---:|---:|---:|---:|');
   const floor = (rs: Result[], m: 'ttft' | 'tpot'): number => {
-    const byInputs = new Map<string, number[]>();
-    for (const r of rs) if (r[m]) byInputs.set(r.inputs!, [...(byInputs.get(r.inputs!) ?? []), r[m]![1]]);
     let cost = 0;
     let n = 0;
-    for (const meas of byInputs.values()) {
-      n += meas.length;
-      const s = [...meas].sort((a, b) => a - b);
+    for (const [, same] of groupBy(rs.filter((r) => r[m]), (r) => r.inputs!)) {
+      n += same.length;
+      const s = same.map((r) => r[m]![1]).sort((a, b) => a - b);
       const half = s.reduce((a, x) => a + 1 / x, 0) / 2;
       let acc = 0;
       const p = s.find((x) => (acc += 1 / x) >= half)!;
@@ -221,12 +225,8 @@ function recordedFloor(results: Result[], key: (r: Result) => string): void {
     }
     return n ? (100 * cost) / n : NaN;
   };
-  const groups = new Map<string, Result[]>();
-  for (const r of results.filter((x) => !x.refused && x.inputs)) groups.set(key(r), [...(groups.get(key(r)) ?? []), r]);
-  for (const [k, rs] of [...groups.entries()].sort()) {
-    const count = new Map<string, number>();
-    for (const r of rs) count.set(r.inputs!, (count.get(r.inputs!) ?? 0) + 1);
-    const repeated = [...count.values()].filter((c) => c > 1);
+  for (const [k, rs] of groupBy(results.filter((x) => !x.refused && x.inputs), key)) {
+    const repeated = groupBy(rs, (r) => r.inputs!).map(([, same]) => same.length).filter((c) => c > 1);
     console.log(`| ${k} | ${rs.length} | ${repeated.length} (${repeated.reduce((a, c) => a + c, 0)}) | ${f1(floor(rs, 'ttft'))} | ${f1(floor(rs, 'tpot'))} |`);
   }
 }
@@ -237,12 +237,6 @@ function recordedFloor(results: Result[], key: (r: Result) => string): void {
  */
 function samplingSpread(results: Result[], key: (r: Result) => string): void {
   const SAMPLES = 200;
-  const groups = new Map<string, Result[]>();
-  for (const r of results.filter((x) => !x.refused)) {
-    const k = key(r);
-    if (!groups.has(k)) groups.set(k, []);
-    groups.get(k)!.push(r);
-  }
   console.log(`\n## MAPE over ${SAMPLES} half-samples of the dev rows (p5 / p50 / p95): what a held-out set half their size would likely measure`);
   console.log('| group | TTFT | TPOT |');
   console.log('|---|---:|---:|');
@@ -255,7 +249,7 @@ function samplingSpread(results: Result[], key: (r: Result) => string): void {
     const s = [...xs].sort((a, b) => a - b);
     return `${f1(s[SAMPLES / 20]!)} / ${f1(s[SAMPLES / 2]!)} / ${f1(s[SAMPLES - SAMPLES / 20]!)}`;
   };
-  for (const [k, rs] of [...groups.entries()].sort()) {
+  for (const [k, rs] of groupBy(results.filter((x) => !x.refused), key)) {
     const ttft: number[] = [];
     const tpot: number[] = [];
     for (let s = 0; s < SAMPLES; s++) {
