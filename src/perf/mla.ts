@@ -38,13 +38,9 @@ export function composeDecodeModules(kernelRows: Row[], gemmMs: (dtype: string, 
     if (r.phase !== 'generation') continue;
     const b = r.batch as number;
     for (const dtype of MLA_MODULE_DTYPES) {
-      let ms = r.latency_ms as number;
-      for (const [n, k] of mlaDecodeGemms(r.heads as number)) {
-        const g = gemmMs(dtype, b, n, k);
-        if (g === undefined) { ms = NaN; break; }
-        ms += g;
-      }
-      if (Number.isFinite(ms)) out.push({ ...r, dtype, latency_ms: ms });
+      const gemms = mlaDecodeGemms(r.heads as number).map(([n, k]) => gemmMs(dtype, b, n, k));
+      if (gemms.some((g) => g === undefined)) continue;
+      out.push({ ...r, dtype, latency_ms: gemms.reduce((a: number, g) => a + g!, r.latency_ms as number) });
     }
   }
   return out;
