@@ -119,9 +119,11 @@ for (const t of tables) {
   const roles = op === 'moe' ? moeKernelRoles(got.rows) : undefined;
   got.rows.forEach((r, i) => { if (roles && roles[i] !== 'served') r.role = `${roles[i]!} kernel`; });
   const source = sourceKey(t);
+  const opName = t.file.includes('mla_') ? 'mla_module' : op;
   const cal = loadCalibration(sys.name);
   // Groups the fit left out as kernels serving does not run (excluded with a reason: an 8-bit GEMM on a fallback
-  // path, prefill attention without its query heads, unserved MXFP4 experts) are reported apart.
+  // path, prefill attention without its query heads, unserved MXFP4 experts, vLLM's host-bound MLA decode module)
+  // are reported apart.
   for (const e of cal?.excluded ?? []) {
     if (!e.reason || e.source !== source || e.op !== op) continue;
     for (const r of got.rows) if (FEATURES[op as ModelOp].group(r) === e.group) r.role = e.reason;
@@ -141,7 +143,7 @@ for (const t of tables) {
     const ms = measured.get(k) ?? [];
     ms.push({ r, latency: lat, predicted: p, sol: OP_SPECS[op].sol(peaks, r) });
     measured.set(k, ms);
-    const pk = t.file.includes('mla_') ? 'mla_module' : op === 'moe' ? `moe (${String(r.role ?? r.distribution)})` : r.role ? `${op} (${String(r.role)})` : op;
+    const pk = op === 'moe' ? `moe (${String(r.role ?? r.distribution)})` : r.role ? `${opName} (${String(r.role)})` : opName;
     poolOf.set(k, pk);
     const pl = pooled.get(pk) ?? [];
     pl.push(Math.abs(((p - lat) / lat) * 100));
@@ -151,7 +153,7 @@ for (const t of tables) {
     const pairs = (rows: typeof ms): [number, number][] => rows.map((m) => [m.latency, m.predicted]);
     const { count, medianAbsPct, p90AbsPct, biasPct } = errorStats(pairs(ms));
     const aboveSol = ms.filter((m) => m.latency >= m.sol);
-    stats.push({ system: sys.name, backend: t.framework, version: t.version, op: t.file.includes('mla_') ? 'mla_module' : op, dtype: k, pool: poolOf.get(k)!, rows: count,
+    stats.push({ system: sys.name, backend: t.framework, version: t.version, op: opName, dtype: k, pool: poolOf.get(k)!, rows: count,
       medianAbsPct, p90AbsPct, biasPct, belowSol: ms.length - aboveSol.length,
       p90Floor: p90AbsPct > 25 ? p90Floor(ms.map((m): MeasuredShape => ({ key: shapeKey(m.r), latency: m.latency, sol: m.sol }))) : undefined,
       metAboveSol: meets(errorStats(pairs(aboveSol))) });

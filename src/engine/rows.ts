@@ -30,6 +30,9 @@ const QUANT: Record<string, Dtype> = {
   int4_wo: 'int4_wo', int8_wo: 'int8_wo', bf16: 'bfloat16', bfloat16: 'bfloat16', fp16: 'float16', float16: 'float16',
 };
 
+const WEIGHT_ONLY = new Set<Dtype>(['int4_wo', 'int8_wo']);
+const SIXTEEN_BIT = new Set<Dtype>(['bfloat16', 'float16']);
+
 /**
  * Engine builds a row names by an image tag instead of a release, with the release they were cut ahead of:
  * TRT-LLM's day-0 gpt-oss image was built from its dev branch before the 1.1 releases (on Hopper its
@@ -48,8 +51,11 @@ export function releaseOfBuild(backend: Backend, version: string, supported: str
 export function rowDtypes(row: Row, model: ModelSpec): { gemmDtype: Dtype; moeDtype: Dtype; kvDtype: Dtype } {
   const p = QUANT[row.precision ?? ''];
   // "fp8" names the run's precision, not its kernel: an engine serves a block-scaled FP8 checkpoint with its
-  // block scales (it cannot re-scale the weights per tensor), so such rows ran the block-FP8 kernels.
-  const asServed = (d: Dtype | undefined, own: Dtype): Dtype | undefined => (d === 'fp8' && own === 'fp8_block' ? own : d);
+  // block scales (it cannot re-scale the weights per tensor), so such rows ran the block-FP8 kernels. Weight-only
+  // integer formats come only from a checkpoint quantized offline: layers the checkpoint kept in 16 bits (Kimi-K2.5
+  // quantized its routed experts to int4, not its attention or shared expert) run in 16 bits whatever the row names.
+  const asServed = (d: Dtype | undefined, own: Dtype): Dtype | undefined =>
+    (d === 'fp8' && own === 'fp8_block') || (WEIGHT_ONLY.has(d!) && SIXTEEN_BIT.has(own)) ? own : d;
   const gemm = asServed(QUANT[row.gemm_quant_mode ?? ''] ?? p, model.quant.gemmDtype) ?? model.quant.gemmDtype;
   let moe = asServed(QUANT[row.moe_quant_mode ?? ''] ?? p, model.quant.moeDtype) ?? model.quant.moeDtype;
   // Native mxfp4 experts (gpt-oss) stay mxfp4 whatever the dense layers use: "fp8" and "fp4" runs of such a

@@ -29,7 +29,9 @@ export interface ExcludedGroup {
   ratio: number;
   /** Set when the group had no sibling to compare with and is left out because `like`, same kernel, was. */
   like?: string;
-  reason?: 'unserved kernel' | 'fallback kernel' | 'query-head-blind kernel';
+  reason?: 'unserved kernel' | 'fallback kernel' | 'query-head-blind kernel' | 'host-bound module';
+  /** Left out of this engine's tables only (other engines that borrow the group keep it). */
+  backend?: string;
 }
 
 /** A group key without its first field (e.g. attention "head_dim|kv_dtype|window" -> "kv_dtype|window"). */
@@ -274,6 +276,38 @@ export function findUnservedGroups(cal: SystemCalibration): ExcludedGroup[] {
     for (const group of headBlindAttention(cal, source)) {
       out.push({ source, op: 'context_attention', group, ratio: r2(headRatio(ops.context_attention!, group)), reason: 'query-head-blind kernel' });
     }
+    for (const [group, { ratio }] of hostBoundDecodeModules(cal, source)) {
+      out.push({ source, op: 'mla', group, ratio: r2(ratio), reason: 'host-bound module', backend: 'vllm' });
+    }
+  }
+  return out;
+}
+
+/** An engine whose measured MLA decode module its own serving runs do not pay in full (see hostBoundDecodeModules). */
+const HOST_BOUND_MODULE_ENGINE = 'vllm';
+
+/**
+ * Decode groups of vLLM's measured MLA module that another engine on the same GPU measured or composed (TRT-LLM),
+ * with the median latency ratio of vLLM's module to that one over the lattice. vLLM's module benchmark is
+ * host-bound at decode sizes (67-75 us per call at one head and batch 1 on B200 and GB200, where TRT-LLM's measured
+ * module takes 46-50 us on GB200 and its attention kernel alone 13 us on B200), while vLLM serves the module inside
+ * CUDA graphs: its Kimi-K2.5 serving runs (B200 nvfp4 and int4, H200 int4, GB200 disagg) match TRT-LLM's module,
+ * not its own. vLLM's tables therefore take these groups from TRT-LLM; SGLang, which measured no module and borrows
+ * vLLM's, keeps it (its DeepSeek runs match it: B200 agg TPOT bias -7%, -19% with TRT-LLM's module).
+ */
+export function hostBoundDecodeModules(cal: SystemCalibration, source: string): Map<string, { from: string; ratio: number }> {
+  const out = new Map<string, { from: string; ratio: number }>();
+  const m = cal.sources[source]?.mla;
+  if (!m || !source.startsWith(`${HOST_BOUND_MODULE_ENGINE}/`)) return out;
+  const others = Object.keys(cal.sources).sort()
+    .filter((k) => !k.startsWith(`${HOST_BOUND_MODULE_ENGINE}/`) && cal.sources[k]!.mla && sameLattice(m, cal.sources[k]!.mla!));
+  for (const g of Object.keys(m.groups).sort()) {
+    if (!g.startsWith('generation|')) continue;
+    const from = others.find((k) => cal.sources[k]!.mla!.groups[g]);
+    if (!from) continue;
+    const o = cal.sources[from]!.mla!;
+    const d = latticeNodes(m, 4000).map((x) => evalCorrection(m, m.groups[g]!, x) - evalCorrection(o, o.groups[g]!, x)).sort((a, b) => a - b);
+    out.set(g, { from, ratio: Math.exp(d[d.length >> 1]!) });
   }
   return out;
 }
@@ -301,7 +335,7 @@ export function resolvedModel(cal: SystemCalibration, backend: string, version: 
   const base = primary ? cal.sources[primary]?.[op] : undefined;
   let out = base;
   if (base) {
-    const excluded = new Set((cal.excluded ?? []).filter((e) => e.op === op).map((e) => `${e.source}|${e.group}`));
+    const excluded = new Set((cal.excluded ?? []).filter((e) => e.op === op && (!e.backend || e.backend === backend)).map((e) => `${e.source}|${e.group}`));
     const order = [primary!, ...borrowOrder(cal, backend, version, op).filter((k) => k !== primary)]
       .filter((k) => sameLattice(base, cal.sources[k]![op]!));
     const groups: Record<string, GroupModel> = {};

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fallbackFp8Gemms, findOutlierGroups, findUnservedGroups, headBlindAttention, loadCalibration, resolvedModel, unservedMxfp4, type SystemCalibration } from '../../src/perf/calibration.js';
+import { fallbackFp8Gemms, findOutlierGroups, findUnservedGroups, headBlindAttention, hostBoundDecodeModules, loadCalibration, resolvedModel, unservedMxfp4, type SystemCalibration } from '../../src/perf/calibration.js';
 import { servingMoeRows, pickMoeDistribution } from '../../src/perf/aic.js';
 import type { OpModel } from '../../src/perf/model.js';
 import { loadSystem } from '../../src/inputs/systems.js';
@@ -119,6 +119,30 @@ describe('prefill attention timed without its query heads', () => {
     const src = await loadPerfSource({ system: loadSystem('h200_sxm'), backend: 'vllm', version: '0.19.0' });
     const at = (heads: number) => src.contextAttention({ batch: 1, seq: 8192, heads, kvHeads: 8, headDim: 128, dtype: 'bfloat16', kvDtype: 'bfloat16', window: 0 });
     expect(at(64)).toBeGreaterThan(4 * at(8));
+  });
+});
+
+describe("vLLM's host-bound MLA decode module", () => {
+  it("is taken from TRT-LLM's module on the same GPU for vLLM only; SGLang, which borrows vLLM's module, keeps it", async () => {
+    const cal = loadCalibration('b200_sxm')!;
+    const found = hostBoundDecodeModules(cal, 'vllm/0.19.0');
+    expect([...found.keys()]).toContain('generation|nvfp4|fp8');
+    expect([...found.keys()].every((g) => g.startsWith('generation|'))).toBe(true);
+    for (const { from, ratio } of found.values()) {
+      expect(from).toBe('trtllm/1.2.0rc5');
+      expect(ratio).toBeGreaterThan(1.2);
+    }
+    expect(hostBoundDecodeModules(cal, 'trtllm/1.2.0rc5').size).toBe(0);
+    const g = 'generation|nvfp4|fp8';
+    expect(resolvedModel(cal, 'vllm', '0.19.0', 'mla', 'vllm/0.19.0')!.groups[g]).toBe(cal.sources['trtllm/1.2.0rc5']!.mla!.groups[g]);
+    expect(resolvedModel(cal, 'sglang', '0.5.9', 'mla', 'vllm/0.19.0')!.groups[g]).toBe(cal.sources['vllm/0.19.0']!.mla!.groups[g]);
+    // Prefill keeps vLLM's measured module.
+    const c = 'context|nvfp4|fp8';
+    expect(resolvedModel(cal, 'vllm', '0.19.0', 'mla', 'vllm/0.19.0')!.groups[c]).toBe(cal.sources['vllm/0.19.0']!.mla!.groups[c]);
+    const q = { phase: 'generation' as const, batch: 4, seq: 2048, heads: 8, kvLoraRank: 512, qkRopeHeadDim: 64, qkNopeHeadDim: 128, vHeadDim: 128, qLoraRank: 1536, hidden: 7168, dtype: 'nvfp4' as const, kvDtype: 'fp8' as const };
+    const vllm = await loadPerfSource({ system: loadSystem('b200_sxm'), backend: 'vllm', version: '0.19.0' });
+    const sglang = await loadPerfSource({ system: loadSystem('b200_sxm'), backend: 'sglang', version: '0.5.9' });
+    expect(vllm.mla(q)).toBeLessThan(0.8 * sglang.mla(q));
   });
 });
 
