@@ -74,12 +74,14 @@ for (const refSystem of systems) {
   }
   for (const src of [...bySource.keys()].sort()) {
     const ops = bySource.get(src)!;
+    let mlaRows: Row[] = [];
     for (const op of [...ops.keys()].sort()) {
       const rows: Row[] = [];
       for (const t of ops.get(op)!) {
         const got = await readRefTable(t);
         if (got) for (const r of got.rows) rows.push(r);
       }
+      if (op === 'mla') mlaRows = rows;
       const t0 = Date.now();
       // MoE: balanced routing and the kernels engines serve with. Non-gated expert FFNs are another op; each
       // kernel keeps all its rows (its own group, see FEATURES.moe).
@@ -119,20 +121,24 @@ for (const refSystem of systems) {
       if (src.startsWith('nccl/')) cal.nccl = { version: src.slice(5), model };
       else (cal.sources[src] ??= {})[op] = model;
     }
-    // An engine that measured its decode MLA kernel but no module: its decode module from that kernel and its GEMMs.
+    // An engine that measured its decode MLA kernel: decode modules from that kernel and its GEMMs, for the groups
+    // its measured module lacks (all of them where it measured none; GB200 TRT-LLM's module has a bf16 KV cache only).
     const kernel = mine.find((t) => sourceKey(t) === src && t.file === MLA_DECODE_KERNEL_FILE);
     const gemm = cal.sources[src]?.gemm;
-    if (kernel && gemm && !ops.has('mla') && COMPOSED_MLA_ENGINES.includes(kernel.framework)) {
+    if (kernel && gemm && COMPOSED_MLA_ENGINES.includes(kernel.framework)) {
       const gemmMs = (dtype: string, m: number, n: number, k: number): number | undefined => {
         const r: Row = { dtype, m, n, k };
         const sol = OP_SPECS.gemm.sol(peaks, r);
         const v = gemm.groups[dtype] ? modelLatency('gemm', gemm, r, sol) : undefined;
         return v === undefined ? undefined : Math.max(v, sol);
       };
-      const rows = composeDecodeModules((await readRefTable(kernel))?.rows ?? [], gemmMs);
-      const model = fitOp('mla', peaks, rows);
-      console.error(`${sys.name} ${src} mla: ${rows.length} decode modules composed from its decode kernel and GEMMs, ${Object.keys(model.groups).length} groups`);
-      (cal.sources[src] ??= {}).mla = model;
+      const measured = cal.sources[src]?.mla?.groups ?? {};
+      const rows = composeDecodeModules((await readRefTable(kernel))?.rows ?? [], gemmMs).filter((r) => !measured[FEATURES.mla.group(r)]);
+      if (rows.length) {
+        const model = fitOp('mla', peaks, [...mlaRows, ...rows]);
+        console.error(`${sys.name} ${src} mla: ${rows.length} decode modules composed from its decode kernel and GEMMs, ${Object.keys(model.groups).length} groups`);
+        (cal.sources[src] ??= {}).mla = model;
+      }
     }
   }
   const excluded = [...findOutlierGroups(cal), ...findUnservedGroups(cal)];

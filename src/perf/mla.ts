@@ -1,8 +1,8 @@
-// DeepSeek-style MLA decode modules of engines that measured only the attention kernel of one (TRT-LLM): the
-// module is that kernel plus the projections around it, each a GEMM of the engine's own. Checked where TRT-LLM
-// measured both (GB200, 1.3.0rc10): the composition matches its measured decode module at median 1.00x
-// (p10 0.75x, p90 1.20x over 4,343 shapes), while vLLM's module, which priced TRT-LLM before, runs about
-// 0.04-0.1 ms per layer slower at decode batch sizes.
+// DeepSeek-style MLA decode modules of engines that measured only the attention kernel of one (TRT-LLM), or a
+// module for some KV-cache formats only (GB200 TRT-LLM: bf16, not FP8): the module is that kernel plus the
+// projections around it, each a GEMM of the engine's own. Checked where TRT-LLM measured both (GB200, 1.3.0rc10):
+// the composition matches its measured decode module at median 1.00x (p10 0.75x, p90 1.20x over 4,343 shapes),
+// while vLLM's module, which priced TRT-LLM before, runs about 0.04-0.1 ms per layer slower at decode batch sizes.
 import { DEEPSEEK_MLA, type Row } from './tables.js';
 
 /**

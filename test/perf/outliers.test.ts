@@ -143,6 +143,11 @@ describe("vLLM's host-bound MLA decode module", () => {
     const vllm = await loadPerfSource({ system: loadSystem('b200_sxm'), backend: 'vllm', version: '0.19.0' });
     const sglang = await loadPerfSource({ system: loadSystem('b200_sxm'), backend: 'sglang', version: '0.5.9' });
     expect(vllm.mla(q)).toBeLessThan(0.8 * sglang.mla(q));
+    // GB200: TRT-LLM measured its module with a bf16 KV cache only; its FP8-KV decode groups are composed, so vLLM
+    // takes those from it too.
+    const gb = loadCalibration('gb200_sxm')!;
+    expect(Object.keys(gb.sources['trtllm/1.3.0rc10']!.mla!.groups)).toEqual(expect.arrayContaining(['generation|nvfp4|bfloat16', 'generation|nvfp4|fp8']));
+    expect(hostBoundDecodeModules(gb, 'vllm/0.19.0').get('generation|nvfp4|fp8')?.from).toBe('trtllm/1.3.0rc10');
   });
 });
 
