@@ -263,8 +263,9 @@ function headRatio(m: OpModel, g: string): number {
 }
 
 /**
- * Groups whose rows timed a kernel serving does not run (unservedMxfp4, fallbackFp8Gemms, headBlindAttention),
- * recorded with the outliers by `perf:fit` so the tables take those groups from the nearest sound source.
+ * Groups whose rows timed a kernel serving does not run (unservedMxfp4, fallbackFp8Gemms, headBlindAttention), or
+ * not as serving runs it (hostBoundDecodeModules, for vLLM's tables only), recorded with the outliers by `perf:fit`
+ * so the tables take those groups from the nearest sound source.
  */
 export function findUnservedGroups(cal: SystemCalibration): ExcludedGroup[] {
   const out: ExcludedGroup[] = [];
@@ -277,7 +278,7 @@ export function findUnservedGroups(cal: SystemCalibration): ExcludedGroup[] {
       out.push({ source, op: 'context_attention', group, ratio: r2(headRatio(ops.context_attention!, group)), reason: 'query-head-blind kernel' });
     }
     for (const [group, { ratio }] of hostBoundDecodeModules(cal, source)) {
-      out.push({ source, op: 'mla', group, ratio: r2(ratio), reason: 'host-bound module', backend: 'vllm' });
+      out.push({ source, op: 'mla', group, ratio: r2(ratio), reason: 'host-bound module', backend: HOST_BOUND_MODULE_ENGINE });
     }
   }
   return out;

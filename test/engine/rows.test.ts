@@ -41,7 +41,8 @@ describe('e2e rows', () => {
     expect(rowDtypes({ precision: 'fp8', gemm_quant_mode: 'fp8', moe_quant_mode: 'fp8' }, oss).moeDtype).toBe('mxfp4');
     // An "fp8" run of a block-scaled FP8 checkpoint serves its block scales; a bf16 checkpoint quantizes per tensor.
     const minimax = findBundled('MiniMaxAI/MiniMax-M2.5')!;
-    expect(rowDtypes({ precision: 'fp8', gemm_quant_mode: 'fp8', moe_quant_mode: 'fp8' }, minimax)).toMatchObject({ gemmDtype: 'fp8_block', moeDtype: 'fp8_block' });    // Weight-only int4 exists only where the checkpoint quantized it: Kimi-K2.5's experts, not its attention.
+    expect(rowDtypes({ precision: 'fp8', gemm_quant_mode: 'fp8', moe_quant_mode: 'fp8' }, minimax)).toMatchObject({ gemmDtype: 'fp8_block', moeDtype: 'fp8_block' });
+    // Weight-only int4 exists only where the checkpoint quantized it: Kimi-K2.5's experts, not its attention.
     const kimi = findBundled('moonshotai/Kimi-K2.5')!;
     expect(rowDtypes({ precision: 'int4', gemm_quant_mode: 'int4_wo', moe_quant_mode: 'int4_wo' }, kimi)).toMatchObject({ gemmDtype: 'bfloat16', moeDtype: 'int4_wo' });
     expect(rowDtypes({ precision: 'int4', gemm_quant_mode: 'int4_wo', moe_quant_mode: 'int4_wo' }, llama)).toMatchObject({ gemmDtype: 'bfloat16', moeDtype: 'bfloat16' });
