@@ -74,14 +74,12 @@ for (const refSystem of systems) {
   }
   for (const src of [...bySource.keys()].sort()) {
     const ops = bySource.get(src)!;
-    let mlaRows: Row[] = [];
     for (const op of [...ops.keys()].sort()) {
       const rows: Row[] = [];
       for (const t of ops.get(op)!) {
         const got = await readRefTable(t);
         if (got) for (const r of got.rows) rows.push(r);
       }
-      if (op === 'mla') mlaRows = rows;
       const t0 = Date.now();
       // MoE: balanced routing and the kernels engines serve with. Non-gated expert FFNs are another op; each
       // kernel keeps all its rows (its own group, see FEATURES.moe).
@@ -132,10 +130,12 @@ for (const refSystem of systems) {
         const v = gemm.groups[dtype] ? modelLatency('gemm', gemm, r, sol) : undefined;
         return v === undefined ? undefined : Math.max(v, sol);
       };
-      const measured = cal.sources[src]?.mla?.groups ?? {};
-      const rows = composeDecodeModules((await readRefTable(kernel))?.rows ?? [], gemmMs).filter((r) => !measured[FEATURES.mla.group(r)]);
+      const measured = cal.sources[src]?.mla;
+      const rows = composeDecodeModules((await readRefTable(kernel))?.rows ?? [], gemmMs).filter((r) => !measured?.groups[FEATURES.mla.group(r)]);
       if (rows.length) {
-        const model = fitOp('mla', peaks, [...mlaRows, ...rows]);
+        // Groups are fitted one by one, so the composed ones join the measured ones (in key order, as fitOp writes).
+        const composed = fitOp('mla', peaks, rows);
+        const model = measured ? { ...measured, groups: Object.fromEntries(Object.entries({ ...measured.groups, ...composed.groups }).sort(([a], [b]) => (a < b ? -1 : 1))) } : composed;
         console.error(`${sys.name} ${src} mla: ${rows.length} decode modules composed from its decode kernel and GEMMs, ${Object.keys(model.groups).length} groups`);
         (cal.sources[src] ??= {}).mla = model;
       }
