@@ -212,12 +212,13 @@ function recordedFloor(results: Result[], key: (r: Result) => string): void {
   console.log('\n## What the recorded columns allow: MAPE of the best single prediction per recorded configuration');
   console.log('| group | rows | configurations measured more than once (rows) | TTFT floor | TPOT floor |');
   console.log('|---|---:|---:|---:|---:|');
-  const floor = (rs: Result[], m: 'ttft' | 'tpot'): number => {
+  const floor = (configs: Result[][], m: 'ttft' | 'tpot'): number => {
     let cost = 0;
     let n = 0;
-    for (const [, same] of groupBy(rs.filter((r) => r[m]), (r) => r.inputs!)) {
-      n += same.length;
-      const s = same.map((r) => r[m]![1]).sort((a, b) => a - b);
+    for (const same of configs) {
+      const s = same.filter((r) => r[m]).map((r) => r[m]![1]).sort((a, b) => a - b);
+      if (!s.length) continue;
+      n += s.length;
       const half = s.reduce((a, x) => a + 1 / x, 0) / 2;
       let acc = 0;
       const p = s.find((x) => (acc += 1 / x) >= half)!;
@@ -226,8 +227,9 @@ function recordedFloor(results: Result[], key: (r: Result) => string): void {
     return n ? (100 * cost) / n : NaN;
   };
   for (const [k, rs] of groupBy(results.filter((x) => !x.refused && x.inputs), key)) {
-    const repeated = groupBy(rs, (r) => r.inputs!).map(([, same]) => same.length).filter((c) => c > 1);
-    console.log(`| ${k} | ${rs.length} | ${repeated.length} (${repeated.reduce((a, c) => a + c, 0)}) | ${f1(floor(rs, 'ttft'))} | ${f1(floor(rs, 'tpot'))} |`);
+    const configs = groupBy(rs, (r) => r.inputs!).map(([, same]) => same);
+    const repeated = configs.filter((same) => same.length > 1);
+    console.log(`| ${k} | ${rs.length} | ${repeated.length} (${repeated.reduce((a, same) => a + same.length, 0)}) | ${f1(floor(configs, 'ttft'))} | ${f1(floor(configs, 'tpot'))} |`);
   }
 }
 

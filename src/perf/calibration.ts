@@ -300,8 +300,10 @@ export function hostBoundDecodeModules(cal: SystemCalibration, source: string): 
   const out = new Map<string, { from: string; ratio: number }>();
   const m = cal.sources[source]?.mla;
   if (!m || !source.startsWith(`${HOST_BOUND_MODULE_ENGINE}/`)) return out;
-  const others = Object.keys(cal.sources).sort()
-    .filter((k) => !k.startsWith(`${HOST_BOUND_MODULE_ENGINE}/`) && cal.sources[k]!.mla && sameLattice(m, cal.sources[k]!.mla!));
+  // In the order vLLM's tables borrow an excluded group (resolvedModel), so `from` is the module they then use.
+  const version = source.slice(source.indexOf('/') + 1);
+  const others = borrowOrder(cal, HOST_BOUND_MODULE_ENGINE, version, 'mla')
+    .filter((k) => !k.startsWith(`${HOST_BOUND_MODULE_ENGINE}/`) && sameLattice(m, cal.sources[k]!.mla!));
   for (const g of Object.keys(m.groups).sort()) {
     if (!g.startsWith('generation|')) continue;
     const from = others.find((k) => cal.sources[k]!.mla!.groups[g]);

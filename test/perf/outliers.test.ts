@@ -128,8 +128,11 @@ describe("vLLM's host-bound MLA decode module", () => {
     const found = hostBoundDecodeModules(cal, 'vllm/0.19.0');
     expect([...found.keys()]).toContain('generation|nvfp4|fp8');
     expect([...found.keys()].every((g) => g.startsWith('generation|'))).toBe(true);
-    for (const { from, ratio } of found.values()) {
+    const served = resolvedModel(cal, 'vllm', '0.19.0', 'mla', 'vllm/0.19.0')!;
+    for (const [group, { from, ratio }] of found) {
       expect(from).toBe('trtllm/1.2.0rc5');
+      // `from` names the module vLLM's tables then use.
+      expect(served.groups[group]).toBe(cal.sources[from]!.mla!.groups[group]);
       expect(ratio).toBeGreaterThan(1.2);
     }
     expect(hostBoundDecodeModules(cal, 'trtllm/1.2.0rc5').size).toBe(0);
