@@ -103,13 +103,15 @@ for (const refSystem of systems) {
         }
         return out;
       };
-      const model = fitOp(op, peaks, op === 'moe' ? moeRows() : op === 'allreduce' || op === 'nccl' ? commRows() : rows);
+      const fitted = op === 'moe' ? moeRows() : op === 'allreduce' || op === 'nccl' ? commRows() : rows;
+      const model = fitOp(op, peaks, fitted);
       // MoE: how the other routings the reference measured change each group's latency.
       if (op === 'moe') {
         const served = moeRowsFor(rows, (role) => role === 'served', true);
         const base = baseMoeDistributions(rows);
+        const dtypeOf = new Map(fitted.map((r) => [FEATURES.moe.group(r), String(r.dtype)]));
         for (const [g, gm] of Object.entries(model.groups)) {
-          const own = base.get(g.split('|')[0]!);
+          const own = base.get(dtypeOf.get(g)!);
           if (own && own !== 'balanced') gm.distribution = own;
         }
         const predict = (r: Row): number | undefined => modelLatency('moe', model, { ...r, distribution: undefined }, modelSolOf(OP_SPECS.moe, peaks, r));
