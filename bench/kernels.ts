@@ -176,11 +176,13 @@ if (json) {
   process.stdout.write(JSON.stringify({ slices: stats, summary }, null, 2) + '\n');
 } else {
   const f = (x: number): string => x.toFixed(1).padStart(6);
-  console.log('system     backend version      op                    dtype                         rows  med%   p90%  bias%   <SOL floor%  target');
+  // The label column as wide as its longest label (those with a reported-apart role run long).
+  const w = Math.max(28, ...stats.map((s) => s.dtype.length));
+  console.log(`system     backend version      op                    ${'dtype'.padEnd(w)}  rows  med%   p90%  bias%   <SOL floor%  target`);
   for (const s of stats) {
     const targeted = isTargeted(s);
     const ok = meets(s);
-    console.log(`${s.system.padEnd(10)} ${s.backend.padEnd(7)} ${s.version.padEnd(12)} ${s.op.padEnd(21)} ${s.dtype.padEnd(28)} ${String(s.rows).padStart(6)} ${f(s.medianAbsPct)} ${f(s.p90AbsPct)} ${f(s.biasPct)} ${String(s.belowSol).padStart(6)} ${s.p90Floor === undefined ? '     -' : f(s.p90Floor)}  ${targeted ? (ok ? 'met' : 'MISSED') : '-'}`);
+    console.log(`${s.system.padEnd(10)} ${s.backend.padEnd(7)} ${s.version.padEnd(12)} ${s.op.padEnd(21)} ${s.dtype.padEnd(w)} ${String(s.rows).padStart(6)} ${f(s.medianAbsPct)} ${f(s.p90AbsPct)} ${f(s.biasPct)} ${String(s.belowSol).padStart(6)} ${s.p90Floor === undefined ? '     -' : f(s.p90Floor)}  ${targeted ? (ok ? 'met' : 'MISSED') : '-'}`);
   }
   const targeted = stats.filter(isTargeted);
   const met = targeted.filter(meets);

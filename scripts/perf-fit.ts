@@ -11,6 +11,7 @@ import { modelSolOf, OP_SPECS, type Row } from '../src/perf/tables.js';
 import { dtypeBytes, peaksOf, type Peaks } from '../src/perf/sol.js';
 import { findOutlierGroups, findUnservedGroups, modelLatency, serializeCalibration, type SystemCalibration } from '../src/perf/calibration.js';
 import { baseMoeDistributions, moeRowsFor } from '../src/perf/aic.js';
+import { pointLatency } from '../src/perf/build.js';
 
 const args = process.argv.slice(2);
 const argOf = (name: string): string | undefined => {
@@ -126,12 +127,9 @@ for (const refSystem of systems) {
     const kernel = mine.find((t) => sourceKey(t) === src && t.file === MLA_DECODE_KERNEL_FILE);
     const gemm = cal.sources[src]?.gemm;
     if (kernel && gemm && COMPOSED_MLA_ENGINES.includes(kernel.framework)) {
-      const gemmMs = (dtype: string, m: number, n: number, k: number): number | undefined => {
-        const r: Row = { dtype, m, n, k };
-        const sol = OP_SPECS.gemm.sol(peaks, r);
-        const v = gemm.groups[dtype] ? modelLatency('gemm', gemm, r, sol) : undefined;
-        return v === undefined ? undefined : Math.max(v, sol);
-      };
+      // As the GEMM tables price them, for the formats the engine measured.
+      const gemmMs = (dtype: string, m: number, n: number, k: number): number | undefined =>
+        gemm.groups[dtype] ? pointLatency('gemm', gemm, peaks, { dtype, m, n, k }) : undefined;
       const measured = cal.sources[src]?.mla;
       const rows = composeDecodeModules((await readRefTable(kernel))?.rows ?? [], gemmMs).filter((r) => !measured?.groups[FEATURES.mla.group(r)]);
       if (rows.length) {

@@ -123,6 +123,12 @@ function latencyFn(op: ModelOp, m: OpModel | undefined): (r: Row, sol: number) =
   return (r, s) => (m ? modelLatency(op, m, r, s) : undefined) ?? s / roof.eff + roof.fixed;
 }
 
+/** Latency the tables give one point of an op (before the running max along the axes): the calibrated model, else the roofline, floored at SOL. */
+export function pointLatency(op: ModelOp, m: OpModel | undefined, peaks: Peaks, r: Row): number {
+  const spec = OP_SPECS[op];
+  return Math.max(latencyFn(op, m)(r, modelSolOf(spec, peaks, r)), spec.sol(peaks, r));
+}
+
 export interface TableSet {
   meta: string;
   files: Record<string, string>;
