@@ -78,11 +78,11 @@ export function aggPoint(ctx: EngineContext, cfg: AggConfig, clients: number, me
   }
   const avgPrefix = prefix + (k > 1 ? ((k - 1) / 2) * chunk : 0);
   const eager = prof.eagerLayerMs * ctx.model.numLayers;
-  /** One prefill step of `prompts` prompt chunks (riding on the other sequences' decode when the engine mixes). */
-  const pfStep = (prompts: number): number => {
+  /** One prefill step of `prompts` prompt chunks of `tokens` each (riding on the other sequences' decode when the engine mixes). */
+  const pfStep = (prompts: number, tokens = Math.min(chunk, isle)): number => {
     const dc = mixes ? Math.max(0, n - prompts) * tokPerSeq : 0;
     const st = mixedStepMs(ctx, cfg, {
-      pfBatch: micro(prompts), pfSeq: Math.min(chunk, isle), pfPrefix: Math.round(avgPrefix), dcBatch: micro(dc), dcKv: kvMid,
+      pfBatch: micro(prompts), pfSeq: tokens, pfPrefix: Math.round(avgPrefix), dcBatch: micro(dc), dcKv: kvMid,
     });
     return st.ms + host + eager;
   };
@@ -117,8 +117,14 @@ export function aggPoint(ctx: EngineContext, cfg: AggConfig, clients: number, me
   const decSteps = iters - mixSteps;
   const inFlight = (mixSteps * tOwn * tOwn + decSteps * tDec * tDec) / (2 * (mixSteps * tOwn + decSteps * tDec));
   const residual = inFlight + (prof.outputLagSteps ?? 0) * tDec;
-  // The first round arrives at once and queues behind the whole burst of prompts.
-  const burstTtft = ((Math.ceil(nMix) + 1) / 2) * tFull;
+  // The first round arrives at once and queues behind the whole burst of prompts. Chunked prompts pack the
+  // burst's steps to the full budget (the tail of one prompt and the head of the next), so those steps cost a
+  // full budget of prompt tokens, and prompt i is done at step ceil(i x isle / budget); whole prompts go g to a step.
+  const tBurst = k > 1 ? pfStep(1, Math.min(pfBudget, isle)) : tFull;
+  const stepsPerPrompt = k > 1 ? isle / pfBudget : 1 / g;
+  let doneAt = 0;
+  for (let i = 1; i <= n; i++) doneAt += Math.ceil(i * stepsPerPrompt - 1e-9);
+  const burstTtft = (doneAt / n) * tBurst;
   let ttftPrefill: number;
   let tpot: number;
   if (!prof.lockstep) {
@@ -132,7 +138,7 @@ export function aggPoint(ctx: EngineContext, cfg: AggConfig, clients: number, me
     // before its second token, so the round (burst + decode) is every request's latency and TPOT carries
     // the part of the burst after its own first token.
     ttftPrefill = Math.max(burstTtft, k * tFull);
-    const burstAll = Math.max(Math.ceil(nMix), k) * tFull;
+    const burstAll = Math.max(Math.ceil(nMix), k) * tBurst;
     tpot = tDec + Math.max(0, burstAll - ttftPrefill) / D;
   }
   const baseTtft = prof.requestOverheadMs + ttftPrefill + (prof.outputLagSteps ?? 0) * tIter;

@@ -43,6 +43,20 @@ describe('scheduler details of aggregated serving', () => {
     expect(over).toBeLessThan(below * 1.3);
   });
 
+  it("the first round's burst of prompts longer than the budget runs full-budget steps, not steps of one chunk", () => {
+    const at = (isl: number) => {
+      const ctx = testCtx('meta-llama/Llama-3.1-70B', { gemm: 'fp8', kv: 'fp8', workload: { isl, osl: 1024 } });
+      const cfg = agg(8, 32);
+      return aggPoint(ctx, cfg, 32, aggMemory(ctx, cfg) as MemoryPicture).ttftMs;
+    };
+    // 8300 tokens are two chunks under an 8192 budget; the burst packs 32 x 8300 tokens into full steps, so the
+    // TTFT grows with the prompt rather than dropping to a burst of half-budget steps.
+    const below = at(8000);
+    const over = at(8300);
+    expect(over).toBeGreaterThan(below);
+    expect(over).toBeLessThan(below * 1.3);
+  });
+
   it('prefill-first lockstep (SGLang < 0.5.6): the burst lengthens TPOT, and TTFT is the mean position in the burst', () => {
     const ctx = testCtx('Qwen/Qwen3-32B', { backend: 'sglang', version: '0.5.1', workload: { isl: 4096, osl: 128 } });
     const cfg = agg(8, 128);
