@@ -33,6 +33,13 @@ export interface AggPoint {
  */
 export const BENCH_ROUNDS = 10;
 
+/** Mean step at which a burst of n prompts is done, when prompt i is done at step ceil(i x stepsPerPrompt). */
+export function burstMeanSteps(n: number, stepsPerPrompt: number): number {
+  let sum = 0;
+  for (let i = 1; i <= n; i++) sum += Math.ceil(i * stepsPerPrompt - 1e-9);
+  return sum / Math.max(1, n);
+}
+
 /** Sequences that can run at once: KV allocated on demand holds sequences at their mean length. */
 export function runningCapacity(ctx: EngineContext, mem: MemoryPicture): number {
   const { isl, osl } = ctx.workload;
@@ -121,10 +128,7 @@ export function aggPoint(ctx: EngineContext, cfg: AggConfig, clients: number, me
   // burst's steps to the full budget (the tail of one prompt and the head of the next), so those steps cost a
   // full budget of prompt tokens, and prompt i is done at step ceil(i x isle / budget); whole prompts go g to a step.
   const tBurst = k > 1 ? pfStep(1, Math.min(pfBudget, isle)) : tFull;
-  const stepsPerPrompt = k > 1 ? isle / pfBudget : 1 / g;
-  let doneAt = 0;
-  for (let i = 1; i <= n; i++) doneAt += Math.ceil(i * stepsPerPrompt - 1e-9);
-  const burstTtft = (doneAt / n) * tBurst;
+  const burstTtft = burstMeanSteps(n, k > 1 ? isle / pfBudget : 1 / g) * tBurst;
   let ttftPrefill: number;
   let tpot: number;
   if (!prof.lockstep) {

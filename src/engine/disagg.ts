@@ -2,7 +2,7 @@
 // TTFT = request overhead + prefill queueing + prefill + KV transfer + joining the decode batch;
 // TPOT from the decode pool at its running batch; throughput bounded by the slower pool and the clients.
 import type { PerfSource } from '../perf/types.js';
-import { BENCH_ROUNDS } from './agg.js';
+import { BENCH_ROUNDS, burstMeanSteps } from './agg.js';
 import { kvBytesPerToken, memoryPicture } from './memory.js';
 import { layoutRule } from './rules.js';
 import { acceptedPerStep, decodeTpotMs } from './speculation.js';
@@ -137,8 +137,7 @@ export function disaggPoint(ctx: EngineContext, cfg: DisaggConfig, clients: numb
   const full = prefillBatchMs(ctx, P, gMax);
   const prefillCap = (P.workers * gMax) / full.ms; // requests per ms
   const single = prefillBatchMs(ctx, P, 1).ms;
-  const burstSteps = Math.ceil(clients / (P.workers * gMax));
-  const burst = ((burstSteps + 1) / 2) * full.ms;
+  const burst = burstMeanSteps(clients, 1 / (P.workers * gMax)) * full.ms;
 
   const stepTokens = 1 + (ctx.speculation ? acceptedPerStep(ctx.speculation) : 0);
   const tpotMemo = new Map<number, number>();

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { estimateAgg, isRefusal } from '../../src/engine/index.js';
-import { aggMemory, aggPoint } from '../../src/engine/agg.js';
+import { aggMemory, aggPoint, burstMeanSteps } from '../../src/engine/agg.js';
 import { speculationOf } from '../../src/engine/speculation.js';
 import { rowAggConfig, rowAggReplicas } from '../../src/engine/rows.js';
 import { backendProfile } from '../../src/engine/backends.js';
@@ -43,6 +43,15 @@ describe('scheduler details of aggregated serving', () => {
     expect(over).toBeLessThan(below * 1.3);
   });
 
+  it('a burst of prompts is done, on average, at the mean of each prompt\'s completion step', () => {
+    // Four prompts to a step: five prompts finish at steps 1, 1, 1, 1, 2; eight at four 1s and four 2s.
+    expect(burstMeanSteps(5, 1 / 4)).toBeCloseTo(1.2, 9);
+    expect(burstMeanSteps(8, 1 / 4)).toBeCloseTo(1.5, 9);
+    expect(burstMeanSteps(3, 1 / 3)).toBe(1);
+    // One prompt just over the budget takes two steps; two of them three steps (packed), not four.
+    expect(burstMeanSteps(1, 8300 / 8192)).toBe(2);
+    expect(burstMeanSteps(2, 8300 / 8192)).toBe(2.5);
+  });
   it("the first round's burst of prompts longer than the budget runs full-budget steps, not steps of one chunk", () => {
     const at = (isl: number) => {
       const ctx = testCtx('meta-llama/Llama-3.1-70B', { gemm: 'fp8', kv: 'fp8', workload: { isl, osl: 1024 } });
