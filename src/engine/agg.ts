@@ -36,6 +36,7 @@ export const BENCH_ROUNDS = 10;
 /** Mean step at which a burst of n prompts is done, when prompt i is done at step ceil(i x stepsPerPrompt). */
 export function burstMeanSteps(n: number, stepsPerPrompt: number): number {
   let sum = 0;
+  // The epsilon keeps exact multiples (i x 1/3 for i = 3) from rounding up a step.
   for (let i = 1; i <= n; i++) sum += Math.ceil(i * stepsPerPrompt - 1e-9);
   return sum / Math.max(1, n);
 }
@@ -127,7 +128,7 @@ export function aggPoint(ctx: EngineContext, cfg: AggConfig, clients: number, me
   // The first round arrives at once and queues behind the whole burst of prompts. Chunked prompts pack the
   // burst's steps to the full budget (the tail of one prompt and the head of the next), so those steps cost a
   // full budget of prompt tokens, and prompt i is done at step ceil(i x isle / budget); whole prompts go g to a step.
-  const tBurst = k > 1 ? pfStep(1, Math.min(pfBudget, isle)) : tFull;
+  const tBurst = k > 1 ? pfStep(1, pfBudget) : tFull;
   const burstTtft = burstMeanSteps(n, k > 1 ? isle / pfBudget : 1 / g) * tBurst;
   let ttftPrefill: number;
   let tpot: number;
