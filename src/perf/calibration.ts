@@ -263,8 +263,8 @@ function headRatio(m: OpModel, g: string): number {
 }
 
 /**
- * Groups whose rows timed a kernel serving does not run (unservedMxfp4, fallbackFp8Gemms, headBlindAttention), or
- * not as serving runs it (hostBoundDecodeModules, for vLLM's tables only), recorded with the outliers by `perf:fit`
+ * Groups whose rows timed a kernel serving does not run (unservedMxfp4, slowHopperMxfp4, fallbackFp8Gemms,
+ * headBlindAttention), or not as serving runs it (hostBoundDecodeModules, for vLLM's tables only), recorded with the outliers by `perf:fit`
  * so the tables take those groups from the nearest sound source.
  */
 export function findUnservedGroups(cal: SystemCalibration): ExcludedGroup[] {
@@ -277,11 +277,38 @@ export function findUnservedGroups(cal: SystemCalibration): ExcludedGroup[] {
     for (const group of headBlindAttention(cal, source)) {
       out.push({ source, op: 'context_attention', group, ratio: r2(headRatio(ops.context_attention!, group)), reason: 'query-head-blind kernel' });
     }
+    const slowMxfp4 = slowHopperMxfp4(cal, source);
+    if (slowMxfp4) out.push({ source, op: 'moe', group: 'mxfp4', ratio: r2(slowMxfp4.ratio), reason: 'unserved kernel' });
     for (const [group, { ratio }] of hostBoundDecodeModules(cal, source)) {
       out.push({ source, op: 'mla', group, ratio: r2(ratio), reason: 'host-bound module', backend: HOST_BOUND_MODULE_ENGINE });
     }
   }
   return out;
+}
+
+/** An engine whose measured MXFP4 expert table its serving runs on Hopper do not pay (see slowHopperMxfp4). */
+const HOPPER_MXFP4_ENGINE = 'vllm';
+
+/**
+ * vLLM's MXFP4 expert table on a GPU where it measured no native FP4 experts (Hopper) and another engine measured
+ * MXFP4 experts: the other source and the median latency ratio of vLLM's table to it over the lattice. vLLM serves
+ * MXFP4 experts on Hopper through OpenAI's triton_kernels (matmul_ogs); its table (kernel `vllm_mxfp4_moe`,
+ * bf16 activations) runs 1.2-1.6x slower than TRT-LLM's measured MXFP4 kernel at decode sizes on H200, and its
+ * gpt-oss runs on H200 match TRT-LLM's kernel (TPOT log bias +0.13 with its own table, +0.05 with TRT-LLM's), as
+ * its H100 runs do, which are priced with TRT-LLM's kernel because vLLM measured none there. So the tables take
+ * MXFP4 experts from the other engine, SGLang's too (it borrows vLLM's table and serves through the same kernels).
+ */
+export function slowHopperMxfp4(cal: SystemCalibration, source: string): { from: string; ratio: number } | undefined {
+  const m = cal.sources[source]?.moe;
+  if (!m?.groups.mxfp4 || m.groups.nvfp4 || !source.startsWith(`${HOPPER_MXFP4_ENGINE}/`)) return undefined;
+  const version = source.slice(source.indexOf('/') + 1);
+  const from = borrowOrder(cal, HOPPER_MXFP4_ENGINE, version, 'moe')
+    .find((k) => !k.startsWith(`${HOPPER_MXFP4_ENGINE}/`) && cal.sources[k]!.moe!.groups.mxfp4 && sameLattice(m, cal.sources[k]!.moe!));
+  if (!from) return undefined;
+  const o = cal.sources[from]!.moe!;
+  const d = latticeNodes(m, 4000).map((x) => evalCorrection(m, m.groups.mxfp4!, x) - evalCorrection(o, o.groups.mxfp4!, x)).sort((a, b) => a - b);
+  const ratio = Math.exp(d[d.length >> 1]!);
+  return ratio > 1 ? { from, ratio } : undefined;
 }
 
 /** An engine whose measured MLA decode module its own serving runs do not pay in full (see hostBoundDecodeModules). */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fallbackFp8Gemms, findOutlierGroups, findUnservedGroups, headBlindAttention, hostBoundDecodeModules, loadCalibration, resolvedModel, unservedMxfp4, type SystemCalibration } from '../../src/perf/calibration.js';
+import { fallbackFp8Gemms, findOutlierGroups, findUnservedGroups, headBlindAttention, hostBoundDecodeModules, loadCalibration, resolvedModel, slowHopperMxfp4, unservedMxfp4, type SystemCalibration } from '../../src/perf/calibration.js';
 import { servingMoeRows, pickMoeDistribution } from '../../src/perf/aic.js';
 import type { OpModel } from '../../src/perf/model.js';
 import { loadSystem } from '../../src/inputs/systems.js';
@@ -119,6 +119,21 @@ describe('prefill attention timed without its query heads', () => {
     const src = await loadPerfSource({ system: loadSystem('h200_sxm'), backend: 'vllm', version: '0.19.0' });
     const at = (heads: number) => src.contextAttention({ batch: 1, seq: 8192, heads, kvHeads: 8, headDim: 128, dtype: 'bfloat16', kvDtype: 'bfloat16', window: 0 });
     expect(at(64)).toBeGreaterThan(4 * at(8));
+  });
+});
+
+describe("vLLM's MXFP4 expert table on Hopper", () => {
+  it("gives way to TRT-LLM's measured MXFP4 kernel, for vLLM and for SGLang, which borrows vLLM's table", () => {
+    const cal = loadCalibration('h200_sxm')!;
+    const found = slowHopperMxfp4(cal, 'vllm/0.19.0')!;
+    expect(found.from).toBe('trtllm/1.2.0rc5');
+    expect(found.ratio).toBeGreaterThan(1.2);
+    const trt = cal.sources['trtllm/1.2.0rc5']!.moe!.groups.mxfp4;
+    expect(resolvedModel(cal, 'vllm', '0.19.0', 'moe', 'vllm/0.19.0')!.groups.mxfp4).toBe(trt);
+    expect(resolvedModel(cal, 'sglang', '0.5.9', 'moe', 'sglang/0.5.9')!.groups.mxfp4).toBe(trt);
+    // TRT-LLM's own table is not judged, and on Blackwell (native FP4 measured) the unserved-MXFP4 rule applies instead.
+    expect(slowHopperMxfp4(cal, 'trtllm/1.2.0rc5')).toBeUndefined();
+    expect(slowHopperMxfp4(loadCalibration('b200_sxm')!, 'vllm/0.19.0')).toBeUndefined();
   });
 });
 
