@@ -204,8 +204,12 @@ export function unservedMxfp4(m: OpModel | undefined): boolean {
 /** Median MXFP4 / NVFP4 latency of one source's MoE model over its lattice (undefined without both groups). */
 function mxfp4Ratio(m: OpModel | undefined): number | undefined {
   const mx = m?.groups.mxfp4, nv = m?.groups.nvfp4;
-  if (!m || !mx || !nv) return undefined;
-  const d = latticeNodes(m, 4000).map((x) => evalCorrection(m, mx, x) - evalCorrection(m, nv, x)).sort((a, b) => a - b);
+  return m && mx && nv ? latticeRatio(m, mx, m, nv) : undefined;
+}
+
+/** Median latency ratio of group `ga` of model `a` to group `gb` of model `b` over a's lattice (b on the same lattice). */
+function latticeRatio(a: OpModel, ga: GroupModel, b: OpModel, gb: GroupModel): number {
+  const d = latticeNodes(a, 4000).map((x) => evalCorrection(a, ga, x) - evalCorrection(b, gb, x)).sort((p, q) => p - q);
   return Math.exp(d[d.length >> 1]!);
 }
 
@@ -305,9 +309,7 @@ export function slowHopperMxfp4(cal: SystemCalibration, source: string): { from:
   const from = borrowOrder(cal, HOPPER_MXFP4_ENGINE, version, 'moe')
     .find((k) => !k.startsWith(`${HOPPER_MXFP4_ENGINE}/`) && cal.sources[k]!.moe!.groups.mxfp4 && sameLattice(m, cal.sources[k]!.moe!));
   if (!from) return undefined;
-  const o = cal.sources[from]!.moe!;
-  const d = latticeNodes(m, 4000).map((x) => evalCorrection(m, m.groups.mxfp4!, x) - evalCorrection(o, o.groups.mxfp4!, x)).sort((a, b) => a - b);
-  const ratio = Math.exp(d[d.length >> 1]!);
+  const ratio = latticeRatio(m, m.groups.mxfp4, cal.sources[from]!.moe!, cal.sources[from]!.moe!.groups.mxfp4!);
   return ratio > 1 ? { from, ratio } : undefined;
 }
 
@@ -336,8 +338,7 @@ export function hostBoundDecodeModules(cal: SystemCalibration, source: string): 
     const from = others.find((k) => cal.sources[k]!.mla!.groups[g]);
     if (!from) continue;
     const o = cal.sources[from]!.mla!;
-    const d = latticeNodes(m, 4000).map((x) => evalCorrection(m, m.groups[g]!, x) - evalCorrection(o, o.groups[g]!, x)).sort((a, b) => a - b);
-    out.set(g, { from, ratio: Math.exp(d[d.length >> 1]!) });
+    out.set(g, { from, ratio: latticeRatio(m, m.groups[g]!, o, o.groups[g]!) });
   }
   return out;
 }
