@@ -55,7 +55,7 @@ export function rowDtypes(row: Row, model: ModelSpec): { gemmDtype: Dtype; moeDt
   // integer formats come only from a checkpoint quantized offline: layers the checkpoint kept in 16 bits (Kimi-K2.5
   // quantized its routed experts to int4, not its attention or shared expert) run in 16 bits whatever the row names.
   const asServed = (d: Dtype | undefined, own: Dtype): Dtype | undefined =>
-    (d === 'fp8' && own === 'fp8_block') || (WEIGHT_ONLY.has(d!) && SIXTEEN_BIT.has(own)) ? own : d;
+    (d === 'fp8' && own === 'fp8_block') || (d !== undefined && WEIGHT_ONLY.has(d) && SIXTEEN_BIT.has(own)) ? own : d;
   const gemm = asServed(QUANT[row.gemm_quant_mode ?? ''] ?? p, model.quant.gemmDtype) ?? model.quant.gemmDtype;
   let moe = asServed(QUANT[row.moe_quant_mode ?? ''] ?? p, model.quant.moeDtype) ?? model.quant.moeDtype;
   // Native mxfp4 experts (gpt-oss) stay mxfp4 whatever the dense layers use: "fp8" and "fp4" runs of such a

@@ -305,9 +305,7 @@ const HOPPER_MXFP4_ENGINE = 'vllm';
 export function slowHopperMxfp4(cal: SystemCalibration, source: string): { from: string; ratio: number } | undefined {
   const m = cal.sources[source]?.moe;
   if (!m?.groups.mxfp4 || m.groups.nvfp4 || !source.startsWith(`${HOPPER_MXFP4_ENGINE}/`)) return undefined;
-  const version = source.slice(source.indexOf('/') + 1);
-  const from = borrowOrder(cal, HOPPER_MXFP4_ENGINE, version, 'moe')
-    .find((k) => !k.startsWith(`${HOPPER_MXFP4_ENGINE}/`) && cal.sources[k]!.moe!.groups.mxfp4 && sameLattice(m, cal.sources[k]!.moe!));
+  const from = otherEngineSources(cal, source, 'moe').find((k) => cal.sources[k]!.moe!.groups.mxfp4);
   if (!from) return undefined;
   const ratio = latticeRatio(m, m.groups.mxfp4, cal.sources[from]!.moe!, cal.sources[from]!.moe!.groups.mxfp4!);
   return ratio > 1 ? { from, ratio } : undefined;
@@ -329,10 +327,7 @@ export function hostBoundDecodeModules(cal: SystemCalibration, source: string): 
   const out = new Map<string, { from: string; ratio: number }>();
   const m = cal.sources[source]?.mla;
   if (!m || !source.startsWith(`${HOST_BOUND_MODULE_ENGINE}/`)) return out;
-  // In the order vLLM's tables borrow an excluded group (resolvedModel), so `from` is the module they then use.
-  const version = source.slice(source.indexOf('/') + 1);
-  const others = borrowOrder(cal, HOST_BOUND_MODULE_ENGINE, version, 'mla')
-    .filter((k) => !k.startsWith(`${HOST_BOUND_MODULE_ENGINE}/`) && sameLattice(m, cal.sources[k]!.mla!));
+  const others = otherEngineSources(cal, source, 'mla');
   for (const g of Object.keys(m.groups).sort()) {
     if (!g.startsWith('generation|')) continue;
     const from = others.find((k) => cal.sources[k]!.mla!.groups[g]);
@@ -341,6 +336,17 @@ export function hostBoundDecodeModules(cal: SystemCalibration, source: string): 
     out.set(g, { from, ratio: latticeRatio(m, m.groups[g]!, o, o.groups[g]!) });
   }
   return out;
+}
+
+/**
+ * Other engines' sources of an op on the same lattice as `source`'s model, in the order `source`'s engine borrows
+ * an excluded group (resolvedModel), so the first that has a group is the one its tables then use.
+ */
+function otherEngineSources(cal: SystemCalibration, source: string, op: ModelOp): string[] {
+  const engine = source.slice(0, source.indexOf('/'));
+  const m = cal.sources[source]![op]!;
+  return borrowOrder(cal, engine, source.slice(engine.length + 1), op)
+    .filter((k) => !k.startsWith(`${engine}/`) && sameLattice(m, cal.sources[k]![op]!));
 }
 
 /** Sources in the order a (backend, version) borrows from: same backend by version distance, then the others. */
