@@ -17,8 +17,14 @@ export function layoutRule(ctx: EngineContext, layout: ParallelLayout, role: 'ag
   if (!(isCount(tp) && isCount(pp) && isCount(dp) && isCount(moeTp) && isCount(moeEp))) {
     return `tp, pp, dp, moe_tp and moe_ep must be positive integers (got ${tp}, ${pp}, ${dp}, ${moeTp}, ${moeEp})`;
   }
-  // Uneven head splits run with padded heads (measured for MLA models at tp 72); more GPUs than heads do not.
+  // MLA runs uneven head splits with padded heads (measured at tp 72); more GPUs than heads do not run.
   if (tp > m.numHeads) return `tp ${tp} exceeds the ${m.numHeads} attention heads of ${m.id}`;
+  // Sharded query heads split evenly, and KV heads split evenly or are replicated over whole groups of ranks:
+  // vLLM, SGLang and TRT-LLM check both at start-up.
+  if (!m.mla && m.numHeads % tp !== 0) return `tp ${tp} does not divide the ${m.numHeads} attention heads of ${m.id}`;
+  if (!m.mla && m.numKvHeads % tp !== 0 && tp % m.numKvHeads !== 0) {
+    return `tp ${tp} and the ${m.numKvHeads} KV heads of ${m.id} do not divide one another`;
+  }
   if (pp > m.numLayers) return `pp ${pp} exceeds the ${m.numLayers} layers of ${m.id}`;
   if (m.moe) {
     if (moeTp * moeEp !== tp * dp) return `moe_tp x moe_ep (${moeTp}x${moeEp}) must equal tp x dp (${tp}x${dp})`;

@@ -280,6 +280,17 @@ describe('refusals', () => {
     const r = estimateAgg(testCtx('Qwen/Qwen3-30B-A3B'), { tp: 1, pp: 1, dp: 4, moeTp: 4, moeEp: 1, batchSize: 16, maxNumTokens: 8192 });
     expect(isRefusal(r) && r.constraint === 'engine').toBe(true);
   });
+  it('tp must split the query heads evenly and the KV heads evenly or into whole replicas (MLA excepted)', () => {
+    const reason = (model: string, tp: number) => {
+      const r = estimateAgg(testCtx(model), agg(tp, 8));
+      return isRefusal(r) ? r.reason : '';
+    };
+    expect(reason('Qwen/Qwen3-32B', 3)).toMatch(/does not divide the 64 attention heads/); // 64 heads, 8 KV heads
+    expect(reason('Qwen/Qwen3-32B', 16)).toBe(''); // two ranks per KV head
+    expect(reason('Qwen/Qwen3-14B', 16)).toMatch(/does not divide the 40 attention heads/);
+    const ds = estimateAgg(testCtx('deepseek-ai/DeepSeek-V3', { system: 'gb200_sxm', backend: 'sglang', version: '0.5.9' }), { tp: 72, pp: 1, dp: 1, moeTp: 1, moeEp: 72, batchSize: 64, maxNumTokens: 8192 });
+    expect(isRefusal(ds) && /heads/.test(ds.reason)).toBe(false);
+  });
   it('the same layout runs on TRT-LLM', () => {
     const r = estimateAgg(testCtx('Qwen/Qwen3-30B-A3B', { backend: 'trtllm', version: '1.2.0rc5' }), { tp: 1, pp: 1, dp: 4, moeTp: 4, moeEp: 1, batchSize: 16, maxNumTokens: 8192 });
     expect(isRefusal(r)).toBe(false);
