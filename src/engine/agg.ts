@@ -146,7 +146,8 @@ export function aggPoint(ctx: EngineContext, cfg: AggConfig, clients: number, me
     const burstAll = Math.max(Math.ceil(nMix), k) * tBurst;
     tpot = tDec + Math.max(0, burstAll - ttftPrefill) / D;
   }
-  const baseTtft = prof.requestOverheadMs + ttftPrefill + (prof.outputLagSteps ?? 0) * tIter;
+  const request = prof.requestOverheadMs + (prof.frontendMsPerStream ?? 0) * n;
+  const baseTtft = request + ttftPrefill + (prof.outputLagSteps ?? 0) * tIter;
   const cycleMs = iters * tIter;
   const running = baseTtft + D * tpot;
   // Slots turn over once per cycle; clients beyond the running slots queue for one.
@@ -163,7 +164,7 @@ export function aggPoint(ctx: EngineContext, cfg: AggConfig, clients: number, me
     requestLatencyMs: ttft + outTok * tpotTok,
     requestsPerS: rate * 1000,
     running: n,
-    ttftParts: { queue: queue + engineWait, prefill: k * tFull, residual, request: prof.requestOverheadMs },
+    ttftParts: { queue: queue + engineWait, prefill: k * tFull, residual, request },
     decodeStepMs: tDec,
     mixedStepMs: tFull,
   };

@@ -36,6 +36,11 @@ export interface BackendProfile {
   /** Fixed per-request cost outside the engine loop (HTTP, tokenization, routing), ms, added to TTFT. */
   requestOverheadMs: number;
   /**
+   * Front-end time per stream in flight, ms, added to an agg server's TTFT: its HTTP and tokenizer process
+   * serves every running request's stream, and a new request waits behind them (SGLang 0.5.6+, docs/engine.md).
+   */
+  frontendMsPerStream?: number;
+  /**
    * Whether prefill chunks ride on decode steps (vLLM, TRT-LLM in-flight batching). When false (SGLang's
    * default, mixed chunks off) waiting prompts are prefilled in steps of their own before decoding resumes.
    */
@@ -258,6 +263,7 @@ export function backendProfile(backend: Backend, version: string, gpu: GpuFacts)
     // Measured runs of 0.5.1-0.5.5 keep the clients in lockstep (long TTFT, clean decode); later versions
     // (overlap scheduler) spread the prompts like the other engines, still in steps of their own.
     if (/^\d/.test(version) && !atLeast('0.5.6')) p.lockstep = true;
+    else p.frontendMsPerStream = 1.5;
   }
   cache.set(key, p);
   return p;

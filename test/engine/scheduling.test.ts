@@ -112,6 +112,18 @@ describe('scheduler details of aggregated serving', () => {
     const idle = aggPoint(ctx, cfg, 1, mem);
     expect(idle.ttftParts.residual).toBeLessThan(idle.mixedStepMs / 50);
   });
+  it("SGLang's front-end adds TTFT per stream in flight (0.5.6+); its lockstep releases and other engines do not", () => {
+    const request = (backend: 'sglang' | 'vllm', version: string, clients: number) => {
+      const ctx = testCtx('meta-llama/Llama-3.1-8B', { backend, version, workload: { isl: 1000, osl: 1000 } });
+      const cfg = agg(1, 256);
+      const p = aggPoint(ctx, cfg, clients, aggMemory(ctx, cfg) as MemoryPicture);
+      return { request: p.ttftParts.request, running: p.running };
+    };
+    const busy = request('sglang', '0.5.9', 256);
+    expect(busy.request - request('sglang', '0.5.9', 1).request).toBeCloseTo(1.5 * (busy.running - 1), 6);
+    expect(request('sglang', '0.5.1', 256).request).toBe(request('sglang', '0.5.1', 1).request);
+    expect(request('vllm', '0.12.0', 256).request).toBe(request('vllm', '0.12.0', 1).request);
+  });
   it('SGLang pays host time per running request', () => {
     const ctx = testCtx('meta-llama/Llama-3.1-8B', { backend: 'sglang', version: '0.5.9' });
     const vctx = testCtx('meta-llama/Llama-3.1-8B', { backend: 'vllm', version: '0.12.0' });
