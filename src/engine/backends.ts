@@ -36,8 +36,8 @@ export interface BackendProfile {
   /** Fixed per-request cost outside the engine loop (HTTP, tokenization, routing), ms, added to TTFT. */
   requestOverheadMs: number;
   /**
-   * Front-end time per stream in flight, ms, added to an agg server's TTFT: its HTTP and tokenizer process
-   * serves every running request's stream, and a new request waits behind them (SGLang 0.5.6+, docs/engine.md).
+   * TTFT per stream in flight, ms, of an agg server beyond the scheduling model: SGLang 0.5.6+ runs measure it
+   * (fitted; most likely its single HTTP and tokenizer process feeding every stream; docs/engine.md).
    */
   frontendMsPerStream?: number;
   /**
