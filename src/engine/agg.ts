@@ -7,7 +7,7 @@
 // lifetime carry prefill work. When N_mix exceeds the lifetime the engine is prefill-bound and requests
 // wait in its queue. Clients beyond n wait for a free slot (Little's law on the closed loop).
 import { memoryPicture } from './memory.js';
-import { profileOf } from './backends.js';
+import { profileOf, streamTtftMs } from './backends.js';
 import { hostOverheadMs, mixedStepMs } from './steps.js';
 import { speculationOf, speculativeDecodeStepMs } from './speculation.js';
 import type { AggConfig, EngineContext, MemoryPicture } from './types.js';
@@ -146,7 +146,7 @@ export function aggPoint(ctx: EngineContext, cfg: AggConfig, clients: number, me
     const burstAll = Math.max(Math.ceil(nMix), k) * tBurst;
     tpot = tDec + Math.max(0, burstAll - ttftPrefill) / D;
   }
-  const request = prof.requestOverheadMs + (prof.frontendMsPerStream ?? 0) * n;
+  const request = prof.requestOverheadMs + streamTtftMs(prof, n, cfg.dp);
   const baseTtft = request + ttftPrefill + (prof.outputLagSteps ?? 0) * tIter;
   const cycleMs = iters * tIter;
   const running = baseTtft + D * tpot;

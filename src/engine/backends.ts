@@ -36,10 +36,10 @@ export interface BackendProfile {
   /** Fixed per-request cost outside the engine loop (HTTP, tokenization, routing), ms, added to TTFT. */
   requestOverheadMs: number;
   /**
-   * TTFT per stream in flight, ms, of an agg server beyond the scheduling model: SGLang 0.5.6+ runs measure it
-   * (fitted; most likely its single HTTP and tokenizer process feeding every stream; docs/engine.md).
+   * TTFT per stream a scheduler serves (each attention-dp rank schedules its own), ms, beyond the scheduling
+   * model: SGLang 0.5.6+ runs measure it in agg servers and disagg decode workers (fitted; docs/engine.md).
    */
-  frontendMsPerStream?: number;
+  ttftMsPerStream?: number;
   /**
    * Whether prefill chunks ride on decode steps (vLLM, TRT-LLM in-flight batching). When false (SGLang's
    * default, mixed chunks off) waiting prompts are prefilled in steps of their own before decoding resumes.
@@ -263,10 +263,15 @@ export function backendProfile(backend: Backend, version: string, gpu: GpuFacts)
     // Measured runs of 0.5.1-0.5.5 keep the clients in lockstep (long TTFT, clean decode); later versions
     // (overlap scheduler) spread the prompts like the other engines, still in steps of their own.
     if (/^\d/.test(version) && !atLeast('0.5.6')) p.lockstep = true;
-    else p.frontendMsPerStream = 1.5;
+    else p.ttftMsPerStream = 1.5;
   }
   cache.set(key, p);
   return p;
+}
+
+/** TTFT an engine adds for the streams its schedulers serve: `streams` running over `dp` attention-dp ranks. */
+export function streamTtftMs(prof: BackendProfile, streams: number, dp: number): number {
+  return ((prof.ttftMsPerStream ?? 0) * streams) / dp;
 }
 
 /** Profiles by context: every step cost asks, and a context's engine and GPU never change. */

@@ -6,7 +6,7 @@ import { BENCH_ROUNDS, burstMeanSteps } from './agg.js';
 import { kvBytesPerToken, memoryPicture } from './memory.js';
 import { layoutRule } from './rules.js';
 import { acceptedPerStep, decodeTpotMs } from './speculation.js';
-import { profileOf } from './backends.js';
+import { profileOf, streamTtftMs } from './backends.js';
 import { hostOverheadMs, mixedStepMs } from './steps.js';
 import type { DisaggConfig, EngineContext, MemoryPicture, PoolConfig, Refusal } from './types.js';
 
@@ -191,7 +191,7 @@ export function disaggPoint(ctx: EngineContext, cfg: DisaggConfig, clients: numb
     const pfWait = steady + Math.max(0, burst - steady) / BENCH_ROUNDS;
     // The transferred request joins the decode batch at the next step boundary (half a step on average) and
     // its first token leaves with that step; a speculative step yields several tokens, so it lasts longer.
-    const ttftBase = prof.requestOverheadMs + pfWait + transfer + 1.5 * tpot * stepTokens;
+    const ttftBase = prof.requestOverheadMs + streamTtftMs(prof, running, Dp.dp) + pfWait + transfer + 1.5 * tpot * stepTokens;
     const cycle = ttftBase + D * tpot;
     const clientRate = clients / cycle;
     const newRate = Math.min(clientRate, prefillCap, decodeCap);

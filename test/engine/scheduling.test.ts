@@ -112,10 +112,10 @@ describe('scheduler details of aggregated serving', () => {
     const idle = aggPoint(ctx, cfg, 1, mem);
     expect(idle.ttftParts.residual).toBeLessThan(idle.mixedStepMs / 50);
   });
-  it("SGLang's front-end adds TTFT per stream in flight (0.5.6+); its lockstep releases and other engines do not", () => {
-    const request = (backend: 'sglang' | 'vllm', version: string, clients: number) => {
-      const ctx = testCtx('meta-llama/Llama-3.1-8B', { backend, version, workload: { isl: 1000, osl: 1000 } });
-      const cfg = agg(1, 256);
+  it('SGLang 0.5.6+ adds TTFT per stream each scheduler rank serves; its lockstep releases and other engines do not', () => {
+    const request = (backend: 'sglang' | 'vllm', version: string, clients: number, model = 'meta-llama/Llama-3.1-8B', dp = 1) => {
+      const ctx = testCtx(model, { backend, version, workload: { isl: 1000, osl: 1000 } });
+      const cfg = { ...agg(1, 256), dp, moeEp: dp };
       const p = aggPoint(ctx, cfg, clients, aggMemory(ctx, cfg) as MemoryPicture);
       return { request: p.ttftParts.request, running: p.running };
     };
@@ -123,6 +123,9 @@ describe('scheduler details of aggregated serving', () => {
     expect(busy.request - request('sglang', '0.5.9', 1).request).toBeCloseTo(1.5 * (busy.running - 1), 6);
     expect(request('sglang', '0.5.1', 256).request).toBe(request('sglang', '0.5.1', 1).request);
     expect(request('vllm', '0.12.0', 256).request).toBe(request('vllm', '0.12.0', 1).request);
+    // Four attention-dp ranks each schedule a quarter of the streams.
+    const ranks = request('sglang', '0.5.9', 256, 'Qwen/Qwen3-30B-A3B', 4);
+    expect(ranks.request - request('sglang', '0.5.9', 1, 'Qwen/Qwen3-30B-A3B', 4).request).toBeCloseTo((1.5 * (ranks.running - 1)) / 4, 6);
   });
   it('SGLang pays host time per running request', () => {
     const ctx = testCtx('meta-llama/Llama-3.1-8B', { backend: 'sglang', version: '0.5.9' });
