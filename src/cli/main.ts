@@ -44,7 +44,17 @@ export async function buildProgram(only?: string): Promise<Command> {
   return program;
 }
 
+/** A reader that stops early (`configure default ... | head`) closes the pipe: stop quietly, as Unix tools do. */
+function exitOnClosedPipe(stream: NodeJS.WriteStream): void {
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE') throw err;
+    process.exit(process.exitCode ?? ExitCode.ok);
+  });
+}
+
 async function main(): Promise<void> {
+  exitOnClosedPipe(process.stdout);
+  exitOnClosedPipe(process.stderr);
   const args = normalizeArgv(process.argv.slice(2));
   try {
     const program = await buildProgram(args[0]);
