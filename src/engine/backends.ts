@@ -2,6 +2,7 @@
 // Figures are the engines' documented defaults; the per-step overheads are host-side costs (scheduling,
 // sampling, detokenization hand-off) fitted on the measured end-to-end rows, one value per backend.
 import type { Backend, Dtype, SystemSpec } from '../inputs/types.js';
+import { trtllmReleaseOf } from '../inputs/dynamo-runtime.js';
 import type { EngineContext } from './types.js';
 
 export interface BackendProfile {
@@ -37,7 +38,7 @@ export interface BackendProfile {
   requestOverheadMs: number;
   /**
    * TTFT per stream a scheduler serves (each attention-dp rank schedules its own), ms, beyond the scheduling
-   * model: SGLang 0.5.6+ runs measure it in agg servers and disagg decode workers (fitted; docs/engine.md).
+   * model, in agg servers and disagg decode workers: SGLang 0.5.6+ 1.5, TRT-LLM 0.5 (fitted; docs/engine.md).
    */
   ttftMsPerStream?: number;
   /**
@@ -188,6 +189,7 @@ const BASE: Record<Backend, Omit<BackendProfile, 'version'>> = {
     perSeqOverheadMs: 0,
     eagerLayerMs: 0.0,
     requestOverheadMs: 70,
+    ttftMsPerStream: 0.5,
     // PyTorch-backend overlap scheduler: a step's tokens reach the client one step later.
     outputLagSteps: 1,
     mixesPrefill: true,
@@ -244,7 +246,8 @@ function vllmLargeGpu(gpu: GpuFacts): boolean {
 
 /** Defaults of one engine version on a GPU (later versions inherit and override where the engine changed). */
 export function backendProfile(backend: Backend, version: string, gpu: GpuFacts): BackendProfile {
-  const atLeast = (v: string) => /^\d/.test(version) && compareVersions(version, v) >= 0;
+  const release = backend === 'trtllm' ? trtllmReleaseOf(version) : version;
+  const atLeast = (v: string) => /^\d/.test(release) && compareVersions(release, v) >= 0;
   const chunk = backend === 'sglang' ? sglangChunkedPrefill(version, gpu.memGiB, atLeast) : 0;
   const large = backend === 'vllm' && vllmLargeGpu(gpu);
   const hopper = /H100|H200/i.test(gpu.name);
@@ -258,6 +261,9 @@ export function backendProfile(backend: Backend, version: string, gpu: GpuFacts)
     if (atLeast('0.22')) p.memoryFraction = 0.92;
   }
   if (backend === 'trtllm' && atLeast('1.0') && !atLeast('1.1') && hopper) p.allReduceViaNccl = true;
+  // trtllm-serve 1.2+ answers at low load in about the prefill plus 15-35 ms (gpt-oss and Llama-3.1-70B runs on
+  // B200 and H200); the 1.0 runs on H100 imply 80-135 ms.
+  if (backend === 'trtllm' && atLeast('1.2')) p.requestOverheadMs = 30;
   if (backend === 'sglang') {
     p.maxNumTokens = chunk;
     // Measured runs of 0.5.1-0.5.5 keep the clients in lockstep (long TTFT, clean decode); later versions

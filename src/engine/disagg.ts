@@ -10,6 +10,13 @@ import { profileOf, streamTtftMs } from './backends.js';
 import { hostOverheadMs, mixedStepMs } from './steps.js';
 import type { DisaggConfig, EngineContext, MemoryPicture, PoolConfig, Refusal } from './types.js';
 
+/**
+ * Fixed time a disaggregated request spends beyond an aggregated one's: Dynamo's front-end routes it to a prefill
+ * worker, it enters a second engine on the decode worker, and the KV handoff is booked on both sides (fitted on
+ * the disagg rows, every engine; docs/engine.md).
+ */
+export const DISAGG_HANDOFF_MS = 40;
+
 export interface DisaggPoint {
   ttftMs: number;
   tpotMs: number;
@@ -137,7 +144,10 @@ export function disaggPoint(ctx: EngineContext, cfg: DisaggConfig, clients: numb
   const full = prefillBatchMs(ctx, P, gMax);
   const prefillCap = (P.workers * gMax) / full.ms; // requests per ms
   const single = prefillBatchMs(ctx, P, 1).ms;
-  const burst = burstMeanSteps(clients, 1 / (P.workers * gMax)) * full.ms;
+  // The first round's burst: each worker's share of the clients, gMax prompts to a step (fewer when they are fewer).
+  const perWorkerBurst = Math.ceil(clients / P.workers);
+  const gBurst = Math.min(gMax, perWorkerBurst);
+  const burst = burstMeanSteps(perWorkerBurst, 1 / gBurst) * (gBurst === gMax ? full.ms : prefillBatchMs(ctx, P, gBurst).ms);
 
   const stepTokens = 1 + (ctx.speculation ? acceptedPerStep(ctx.speculation) : 0);
   const tpotMemo = new Map<number, number>();
@@ -191,7 +201,7 @@ export function disaggPoint(ctx: EngineContext, cfg: DisaggConfig, clients: numb
     const pfWait = steady + Math.max(0, burst - steady) / BENCH_ROUNDS;
     // The transferred request joins the decode batch at the next step boundary (half a step on average) and
     // its first token leaves with that step; a speculative step yields several tokens, so it lasts longer.
-    const ttftBase = prof.requestOverheadMs + streamTtftMs(prof, running, Dp.dp) + pfWait + transfer + 1.5 * tpot * stepTokens;
+    const ttftBase = prof.requestOverheadMs + DISAGG_HANDOFF_MS + streamTtftMs(prof, running, Dp.dp) + pfWait + transfer + 1.5 * tpot * stepTokens;
     const cycle = ttftBase + D * tpot;
     const clientRate = clients / cycle;
     const newRate = Math.min(clientRate, prefillCap, decodeCap);

@@ -1,19 +1,7 @@
 // Which Dynamo runtime image ships the engine version we predicted, and which flag profile to write.
 import type { Backend } from '../inputs/types.js';
 import { InputError } from '../util/errors.js';
-
-/** Dynamo release -> engine versions in its runtime images (newest first). */
-export const DYNAMO_RUNTIME_TABLE: ReadonlyArray<{ tag: string; vllm: string; sglang: string; trtllm: string }> = [
-  { tag: '1.3.0', vllm: '0.24.0', sglang: '0.5.16', trtllm: '1.3.0rc23' },
-  { tag: '1.2.0', vllm: '0.20.1', sglang: '0.5.11', trtllm: '1.3.0rc14' },
-  { tag: '1.1.0', vllm: '0.19.0', sglang: '0.5.10.post1', trtllm: '1.3.0rc11' },
-  { tag: '1.0.0', vllm: '0.16.0', sglang: '0.5.9', trtllm: '1.3.0rc5.post1' },
-  { tag: '0.9.1', vllm: '0.14.1', sglang: '0.5.8', trtllm: '1.3.0rc1' },
-  { tag: '0.8.1', vllm: '0.12.0', sglang: '0.5.6.post2', trtllm: '1.2.0rc6.post1' },
-  { tag: '0.7.1', vllm: '0.11.0', sglang: '0.5.4.post3', trtllm: '1.2.0rc3' },
-  { tag: '0.7.0', vllm: '0.11.0', sglang: '0.5.4.post3', trtllm: '1.2.0rc2' },
-  { tag: '0.6.1', vllm: '0.11.0', sglang: '0.5.3.post2', trtllm: '1.1.0rc5' },
-];
+import { DYNAMO_RUNTIME_TABLE } from '../inputs/dynamo-runtime.js';
 
 const IMAGE_NAME: Record<Backend, string> = {
   vllm: 'vllm-runtime',

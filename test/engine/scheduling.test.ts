@@ -4,6 +4,7 @@ import { aggMemory, aggPoint, burstMeanSteps } from '../../src/engine/agg.js';
 import { speculationOf } from '../../src/engine/speculation.js';
 import { rowAggConfig, rowAggReplicas } from '../../src/engine/rows.js';
 import { backendProfile } from '../../src/engine/backends.js';
+import { trtllmReleaseOf } from '../../src/inputs/dynamo-runtime.js';
 import { loadSystem } from '../../src/inputs/systems.js';
 import type { AggEstimate, MemoryPicture } from '../../src/engine/types.js';
 import { agg, testCtx } from './helpers.js';
@@ -24,6 +25,16 @@ describe('scheduler details of aggregated serving', () => {
     expect(chunk('b200_sxm', '0.5.1')).toBe(8192);
     // TRT-LLM does not depend on the GPU.
     expect(backendProfile('trtllm', '1.2.0rc5', loadSystem('l40s').gpu).maxNumTokens).toBe(backendProfile('trtllm', '1.2.0rc5', loadSystem('b200_sxm').gpu).maxNumTokens);
+  });
+  it("TRT-LLM's request overhead by release: 30 ms from 1.2 (Dynamo image tags run the release they ship), 70 before", () => {
+    const gpu = loadSystem('b200_sxm').gpu;
+    const overhead = (version: string) => backendProfile('trtllm', version, gpu).requestOverheadMs;
+    expect(overhead('1.2.0rc5')).toBe(30);
+    expect(overhead('0.8.1.post2')).toBe(30); // Dynamo 0.8.1 ships TRT-LLM 1.2.0rc6.post1
+    expect(overhead('1.0.0rc3')).toBe(70);
+    expect(overhead('0.5.1-rc0.pre3')).toBe(70); // an image we have no record of runs as named
+    expect(trtllmReleaseOf('0.7.0.post2')).toBe('1.2.0rc2');
+    expect(trtllmReleaseOf('1.3.0rc5')).toBe('1.3.0rc5');
   });
   it("vLLM's server defaults: 8k tokens and 1024 sequences on large GPUs, 2k and 256 on the A100 and smaller ones", () => {
     const prof = (system: string) => backendProfile('vllm', '0.19.0', loadSystem(system).gpu);
@@ -112,8 +123,8 @@ describe('scheduler details of aggregated serving', () => {
     const idle = aggPoint(ctx, cfg, 1, mem);
     expect(idle.ttftParts.residual).toBeLessThan(idle.mixedStepMs / 50);
   });
-  it('SGLang 0.5.6+ adds TTFT per stream each scheduler rank serves; its lockstep releases and other engines do not', () => {
-    const request = (backend: 'sglang' | 'vllm', version: string, clients: number, model = 'meta-llama/Llama-3.1-8B', dp = 1) => {
+  it('SGLang 0.5.6+ (1.5 ms) and TRT-LLM (0.5 ms) add TTFT per stream each scheduler rank serves; SGLang lockstep releases and vLLM do not', () => {
+    const request = (backend: 'sglang' | 'vllm' | 'trtllm', version: string, clients: number, model = 'meta-llama/Llama-3.1-8B', dp = 1) => {
       const ctx = testCtx(model, { backend, version, workload: { isl: 1000, osl: 1000 } });
       const cfg = { ...agg(1, 256), dp, moeEp: dp };
       const p = aggPoint(ctx, cfg, clients, aggMemory(ctx, cfg) as MemoryPicture);
@@ -123,6 +134,8 @@ describe('scheduler details of aggregated serving', () => {
     expect(busy.request - request('sglang', '0.5.9', 1).request).toBeCloseTo(1.5 * (busy.running - 1), 6);
     expect(request('sglang', '0.5.1', 256).request).toBe(request('sglang', '0.5.1', 1).request);
     expect(request('vllm', '0.12.0', 256).request).toBe(request('vllm', '0.12.0', 1).request);
+    const trt = request('trtllm', '1.2.0rc5', 256);
+    expect(trt.request - request('trtllm', '1.2.0rc5', 1).request).toBeCloseTo(0.5 * (trt.running - 1), 6);
     // Four attention-dp ranks each schedule a quarter of the streams.
     const ranks = request('sglang', '0.5.9', 256, 'Qwen/Qwen3-30B-A3B', 4);
     expect(ranks.request - request('sglang', '0.5.9', 1, 'Qwen/Qwen3-30B-A3B', 4).request).toBeCloseTo((1.5 * (ranks.running - 1)) / 4, 6);
