@@ -57,6 +57,12 @@ describe('scheduler details of aggregated serving', () => {
   it('a burst of prompts is done, on average, at the mean of each prompt\'s completion step', () => {
     // Four prompts to a step: five prompts finish at steps 1, 1, 1, 1, 2; eight at four 1s and four 2s.
     expect(burstMeanSteps(5, 1 / 4)).toBeCloseTo(1.2, 9);
+    // Whole prompts to a step take a closed form; it agrees with prompt-by-prompt counting.
+    for (const [n, g] of [[1, 1], [7, 3], [4096, 8], [1000, 7], [15, 16]]) {
+      let sum = 0;
+      for (let i = 1; i <= n; i++) sum += Math.ceil(i / g);
+      expect(burstMeanSteps(n, 1 / g)).toBeCloseTo(sum / n, 9);
+    }
     expect(burstMeanSteps(8, 1 / 4)).toBeCloseTo(1.5, 9);
     expect(burstMeanSteps(3, 1 / 3)).toBe(1);
     // One prompt just over the budget takes two steps; two of them three steps (packed), not four.
