@@ -38,7 +38,8 @@ export interface BackendProfile {
   requestOverheadMs: number;
   /**
    * TTFT per stream a scheduler serves (each attention-dp rank schedules its own), ms, beyond the scheduling
-   * model, in agg servers and disagg decode workers: SGLang 0.5.6+ 1.5, TRT-LLM 0.5 (fitted; docs/engine.md).
+   * model, in agg servers and disagg decode workers: SGLang 0.5.6+ 1.5, TRT-LLM and vLLM 0.5 (fitted;
+   * docs/engine.md).
    */
   ttftMsPerStream?: number;
   /**
@@ -132,7 +133,8 @@ const BASE: Record<Backend, Omit<BackendProfile, 'version'>> = {
     stepOverheadMs: 0,
     perSeqOverheadMs: 0,
     eagerLayerMs: 0.0,
-    requestOverheadMs: 40,
+    requestOverheadMs: 30,
+    ttftMsPerStream: 0.5,
     mixesPrefill: true,
     kvOnDemand: true,
     moeDpWithMoeTp: false,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { estimateDisagg, isRefusal } from '../../src/engine/index.js';
 import { DISAGG_HANDOFF_MS, disaggMemory, disaggPoint, prefillBatchCap, sizeUnrecordedPools, wideEpLayout } from '../../src/engine/disagg.js';
-import { backendProfile } from '../../src/engine/backends.js';
+import { backendProfile, streamTtftMs } from '../../src/engine/backends.js';
 import { AGG_ROW_MTP_ACCEPTANCE, MTP_ACCEPTANCE, acceptedPerStep, decodeTpotMs, rowSpeculation } from '../../src/engine/speculation.js';
 import { decodeStepMs, hostOverheadMs } from '../../src/engine/steps.js';
 import { estimateRow } from '../../src/engine/rows.js';
@@ -29,12 +29,13 @@ describe('disagg prefill batching and queueing', () => {
     expect(at(256).metrics.ttftMs).toBeGreaterThan(at(64).metrics.ttftMs);
     expect(at(256, 2).metrics.ttftMs).toBeLessThan(at(256).metrics.ttftMs);
   });
-  it('a lone request pays the request overhead, the handoff, its prefill, the KV transfer and the join to the decode batch', () => {
+  it('a lone request pays the request overhead, the handoff, its stream, its prefill, the KV transfer and the join to the decode batch', () => {
     const cfg = { prefill: pool(4, 1, 1), decode: pool(4, 64, 1) };
     const mem = disaggMemory(ctx, cfg) as { prefill: MemoryPicture; decode: MemoryPicture };
     const p = disaggPoint(ctx, cfg, 1, mem);
-    const overhead = backendProfile('vllm', '0.12.0', ctx.system.gpu).requestOverheadMs;
-    expect(p.ttftMs).toBeCloseTo(overhead + DISAGG_HANDOFF_MS + p.prefillQueueMs + p.prefillMs + p.kvTransferMs + 1.5 * p.tpotMs, 6);
+    const prof = backendProfile('vllm', '0.12.0', ctx.system.gpu);
+    const streams = streamTtftMs(prof, p.decodeRunning, 1);
+    expect(p.ttftMs).toBeCloseTo(prof.requestOverheadMs + DISAGG_HANDOFF_MS + streams + p.prefillQueueMs + p.prefillMs + p.kvTransferMs + 1.5 * p.tpotMs, 6);
   });
   it('a prefill worker that more than one prompt reaches per single-prompt step runs full steps', () => {
     const cfg = { prefill: pool(4, 1, 2), decode: pool(4, 256, 4) };
