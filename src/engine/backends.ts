@@ -263,9 +263,10 @@ export function backendProfile(backend: Backend, version: string, gpu: GpuFacts)
     if (atLeast('0.22')) p.memoryFraction = 0.92;
   }
   if (backend === 'trtllm' && atLeast('1.0') && !atLeast('1.1') && hopper) p.allReduceViaNccl = true;
-  // trtllm-serve 1.2+ answers at low load in about the prefill plus 15-35 ms (gpt-oss and Llama-3.1-70B runs on
-  // B200 and H200); the 1.0 runs on H100 imply 80-135 ms.
+  // trtllm-serve's request path by release, from its low-load runs: 1.2+ answers in about the prefill plus 15-35 ms
+  // (gpt-oss and Llama-3.1-70B on B200 and H200), the 1.0 line in 80-135 ms (Llama, Qwen3, Qwen3-MoE on H100).
   if (backend === 'trtllm' && atLeast('1.2')) p.requestOverheadMs = 30;
+  else if (backend === 'trtllm' && atLeast('1.0') && !atLeast('1.1')) p.requestOverheadMs = 100;
   if (backend === 'sglang') {
     p.maxNumTokens = chunk;
     // Measured runs of 0.5.1-0.5.5 keep the clients in lockstep (long TTFT, clean decode); later versions

@@ -26,12 +26,13 @@ describe('scheduler details of aggregated serving', () => {
     // TRT-LLM does not depend on the GPU.
     expect(backendProfile('trtllm', '1.2.0rc5', loadSystem('l40s').gpu).maxNumTokens).toBe(backendProfile('trtllm', '1.2.0rc5', loadSystem('b200_sxm').gpu).maxNumTokens);
   });
-  it("TRT-LLM's request overhead by release: 30 ms from 1.2 (Dynamo image tags run the release they ship), 70 before", () => {
+  it("TRT-LLM's request overhead by release: 30 ms from 1.2 (Dynamo image tags run the release they ship), 100 on 1.0, 70 between", () => {
     const gpu = loadSystem('b200_sxm').gpu;
     const overhead = (version: string) => backendProfile('trtllm', version, gpu).requestOverheadMs;
     expect(overhead('1.2.0rc5')).toBe(30);
     expect(overhead('0.8.1.post2')).toBe(30); // Dynamo 0.8.1 ships TRT-LLM 1.2.0rc6.post1
-    expect(overhead('1.0.0rc3')).toBe(70);
+    expect(overhead('1.0.0rc3')).toBe(100);
+    expect(overhead('1.1.0rc2.post2')).toBe(70);
     expect(overhead('0.5.1-rc0.pre3')).toBe(70); // an image we have no record of runs as named
     expect(trtllmReleaseOf('0.7.0.post2')).toBe('1.2.0rc2');
     expect(trtllmReleaseOf('1.3.0rc5')).toBe('1.3.0rc5');
