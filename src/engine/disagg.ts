@@ -1,5 +1,6 @@
 // Disaggregated serving: a prefill pool and a decode pool, the KV cache moved between them.
-// TTFT = request overhead + prefill queueing + prefill + KV transfer + joining the decode batch;
+// TTFT = request overhead + handoff + the decode rank's streams + prefill queueing + prefill + KV transfer +
+// joining the decode batch;
 // TPOT from the decode pool at its running batch; throughput bounded by the slower pool and the clients.
 import type { PerfSource } from '../perf/types.js';
 import { BENCH_ROUNDS, burstMeanSteps } from './agg.js';
@@ -144,10 +145,17 @@ export function disaggPoint(ctx: EngineContext, cfg: DisaggConfig, clients: numb
   const full = prefillBatchMs(ctx, P, gMax);
   const prefillCap = (P.workers * gMax) / full.ms; // requests per ms
   const single = prefillBatchMs(ctx, P, 1).ms;
+  // Prefill step of g prompts on one worker, memoized (single and full steps already priced).
+  const pfMemo = new Map<number, number>([[1, single], [gMax, full.ms]]);
+  const prefillAt = (g: number): number => {
+    let v = pfMemo.get(g);
+    if (v === undefined) pfMemo.set(g, (v = prefillBatchMs(ctx, P, g).ms));
+    return v;
+  };
   // The first round's burst: each worker's share of the clients, gMax prompts to a step (fewer when they are fewer).
   const perWorkerBurst = Math.ceil(clients / P.workers);
   const gBurst = Math.min(gMax, perWorkerBurst);
-  const burst = burstMeanSteps(perWorkerBurst, 1 / gBurst) * (gBurst === gMax ? full.ms : prefillBatchMs(ctx, P, gBurst).ms);
+  const burst = burstMeanSteps(perWorkerBurst, 1 / gBurst) * prefillAt(gBurst);
 
   const stepTokens = 1 + (ctx.speculation ? acceptedPerStep(ctx.speculation) : 0);
   const tpotMemo = new Map<number, number>();
@@ -157,12 +165,6 @@ export function disaggPoint(ctx: EngineContext, cfg: DisaggConfig, clients: numb
       v = decodeTpotMs(ctx, Dp, running, kvMid, decodePerf);
       tpotMemo.set(running, v);
     }
-    return v;
-  };
-  const pfMemo = new Map<number, number>();
-  const prefillAt = (g: number): number => {
-    let v = pfMemo.get(g);
-    if (v === undefined) pfMemo.set(g, (v = g === 1 ? single : prefillBatchMs(ctx, P, g).ms));
     return v;
   };
   // The pair at an assumed request rate (requests per ms): decode batch and prefill queueing follow from it.
