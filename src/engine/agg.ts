@@ -7,7 +7,7 @@
 // lifetime carry prefill work. When N_mix exceeds the lifetime the engine is prefill-bound and requests
 // wait in its queue. Clients beyond n wait for a free slot (Little's law on the closed loop).
 import { memoryPicture } from './memory.js';
-import { profileOf, streamTtftMs } from './backends.js';
+import { profileOf, streamTtftMs, type BackendProfile } from './backends.js';
 import { hostOverheadMs, mixedStepMs } from './steps.js';
 import { speculationOf, speculativeDecodeStepMs } from './speculation.js';
 import type { AggConfig, EngineContext, MemoryPicture } from './types.js';
@@ -21,7 +21,7 @@ export interface AggPoint {
   /** Running sequences per replica. */
   running: number;
   /** Parts of the mean TTFT, ms. */
-  ttftParts: { queue: number; prefill: number; residual: number; request: number };
+  ttftParts: { queue: number; prefill: number; residual: number; request: number; balance: number };
   /** Mean step times, ms. */
   decodeStepMs: number;
   mixedStepMs: number;
@@ -46,6 +46,19 @@ export function burstMeanSteps(n: number, stepsPerPrompt: number): number {
   // The epsilon keeps exact multiples (i x 1/3 for i = 3) from rounding up a step.
   for (let i = 1; i <= n; i++) sum += Math.ceil(i * stepsPerPrompt - 1e-9);
   return sum / Math.max(1, n);
+}
+
+/**
+ * TRT-LLM's attention-DP balancing (attention_dp_config.enable_balance, which its recipes and our engine config
+ * set) holds new prompts until every rank has one, or until `timeout_iters` steps have passed since the last
+ * release: prompts arriving faster than the ranks fill wait for (dp-1)/2 more arrivals, slower ones for half the
+ * timeout. A rank left without decoding work releases at once, so ranks that serve one stream each hardly wait.
+ */
+export function adpBalanceWaitMs(prof: BackendProfile, dp: number, running: number, ratePerMs: number, stepMs: number): number {
+  const timeoutIters = prof.adpBalanceTimeoutIters ?? 0;
+  if (timeoutIters === 0 || dp <= 1 || ratePerMs <= 0) return 0;
+  const busyShare = Math.min(1, Math.max(0, running / dp - 1));
+  return busyShare * Math.min((timeoutIters * stepMs) / 2, (dp - 1) / (2 * ratePerMs));
 }
 
 /** Sequences that can run at once: KV allocated on demand holds sequences at their mean length. */
@@ -154,11 +167,14 @@ export function aggPoint(ctx: EngineContext, cfg: AggConfig, clients: number, me
     tpot = tDec + Math.max(0, burstAll - ttftPrefill) / D;
   }
   const request = prof.requestOverheadMs + streamTtftMs(prof, n, cfg.dp);
-  const baseTtft = request + ttftPrefill + (prof.outputLagSteps ?? 0) * tIter;
   const cycleMs = iters * tIter;
-  const running = baseTtft + D * tpot;
   // Slots turn over once per cycle; clients beyond the running slots queue for one.
   const slotRate = n / (cycleMs + prof.requestOverheadMs);
+  const unbalanced = request + ttftPrefill + (prof.outputLagSteps ?? 0) * tIter;
+  // The balancing wait follows the request rate, taken here without the wait itself.
+  const balance = adpBalanceWaitMs(prof, cfg.dp, n, Math.min(slotRate, clients / (unbalanced + D * tpot)), tIter);
+  const baseTtft = unbalanced + balance;
+  const running = baseTtft + D * tpot;
   const clientRate = clients / running;
   const rate = Math.min(slotRate, clientRate);
   const queue = Math.max(0, clients / rate - running);
@@ -171,7 +187,7 @@ export function aggPoint(ctx: EngineContext, cfg: AggConfig, clients: number, me
     requestLatencyMs: ttft + outTok * tpotTok,
     requestsPerS: rate * 1000,
     running: n,
-    ttftParts: { queue: queue + engineWait, prefill: k * tFull, residual, request },
+    ttftParts: { queue: queue + engineWait, prefill: k * tFull, residual, request, balance },
     decodeStepMs: tDec,
     mixedStepMs: tFull,
   };

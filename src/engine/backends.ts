@@ -107,6 +107,11 @@ export interface BackendProfile {
    * its 1.0 tables on A100 and L40S measure the custom kernel that those runs match.
    */
   allReduceViaNccl?: boolean;
+  /**
+   * Attention-DP balancing in aggregated servers: steps a held prompt waits at most for every rank to have one
+   * (TRT-LLM's attention_dp_config.timeout_iters, as its recipes set it and our engine config writes it).
+   */
+  adpBalanceTimeoutIters?: number;
 }
 
 function range(start: number, end: number, step: number): number[] {
@@ -118,6 +123,9 @@ function range(start: number, end: number, step: number): number[] {
 const VLLM_GRAPH = [1, 2, 4, ...range(8, 512, 8)];
 const SGLANG_GRAPH = [1, 2, 4, 8, 12, 16, 24, ...range(32, 256, 8), ...range(272, 512, 16)];
 const TRTLLM_GRAPH = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048];
+
+/** TRT-LLM's DeepSeek and wide-EP recipes balance attention-DP prompts with a 60-step timeout (attention_dp_config). */
+export const TRTLLM_ADP_BALANCE_TIMEOUT_ITERS = 60;
 
 const BASE: Record<Backend, Omit<BackendProfile, 'version'>> = {
   vllm: {
@@ -206,6 +214,7 @@ const BASE: Record<Backend, Omit<BackendProfile, 'version'>> = {
     sharedExpertsAside: 'graph',
     moeRoutingInTable: 'all',
     attentionKernelsApart: false,
+    adpBalanceTimeoutIters: TRTLLM_ADP_BALANCE_TIMEOUT_ITERS,
   },
 };
 

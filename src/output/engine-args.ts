@@ -1,6 +1,7 @@
 // The simulated configuration as engine arguments, shared by the Kubernetes manifest and the bare-metal
 // scripts so both deploy the same thing. Which flag carries which value is data: templates/engine-flags.yaml.
 import type { Backend, Dtype } from '../inputs/types.js';
+import { TRTLLM_ADP_BALANCE_TIMEOUT_ITERS } from '../engine/backends.js';
 import { UnsupportedError } from '../util/errors.js';
 import { perSchedulerBatch, type DeployPlan, type WorkerGroup } from './plan.js';
 import { backendFlagsOf, evalConfig, evalFlags, fillText, type FlagVars } from './templates.js';
@@ -85,6 +86,7 @@ export function flagVars(plan: DeployPlan, g: WorkerGroup, ports: WorkerPorts = 
     bootstrap_port: ports.bootstrapPort,
     kv_event_port: ports.kvEventPort,
     nixl_side_channel_port: ports.nixlSideChannelPort,
+    adp_balance_timeout_iters: TRTLLM_ADP_BALANCE_TIMEOUT_ITERS,
     agg: g.role === 'agg',
     prefill: g.role === 'prefill',
     decode: g.role === 'decode',

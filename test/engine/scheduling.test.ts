@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { estimateAgg, isRefusal } from '../../src/engine/index.js';
-import { aggMemory, aggPoint, burstMeanSteps } from '../../src/engine/agg.js';
+import { adpBalanceWaitMs, aggMemory, aggPoint, burstMeanSteps } from '../../src/engine/agg.js';
 import { speculationOf } from '../../src/engine/speculation.js';
 import { rowAggConfig, rowAggReplicas } from '../../src/engine/rows.js';
 import { backendProfile } from '../../src/engine/backends.js';
@@ -147,6 +147,31 @@ describe('scheduler details of aggregated serving', () => {
     // Four attention-dp ranks each schedule a quarter of the streams.
     const ranks = request('sglang', '0.5.9', 256, 'Qwen/Qwen3-30B-A3B', 4);
     expect(ranks.request - request('sglang', '0.5.9', 1, 'Qwen/Qwen3-30B-A3B', 4).request).toBeCloseTo((1.5 * (ranks.running - 1)) / 4, 6);
+  });
+  it("TRT-LLM's attention-DP balancing: a prompt waits for every rank to have one, at most the 60-step timeout (half of it on average)", () => {
+    const gpu = loadSystem('b200_sxm').gpu;
+    const trt = backendProfile('trtllm', '1.2.0rc5', gpu);
+    // Slow arrivals (0.5 per s over 8 ranks) wait half the timeout of 60 steps of 20 ms; fast ones (50 per ms) for 3.5 more.
+    expect(adpBalanceWaitMs(trt, 8, 64, 0.0005, 20)).toBeCloseTo(30 * 20, 9);
+    expect(adpBalanceWaitMs(trt, 8, 64, 50, 20)).toBeCloseTo(7 / 100, 9);
+    // A rank left without decoding work releases at once: one stream per rank never waits, 1.5 per rank half the time.
+    expect(adpBalanceWaitMs(trt, 8, 8, 0.0005, 20)).toBe(0);
+    expect(adpBalanceWaitMs(trt, 8, 12, 0.0005, 20)).toBeCloseTo(15 * 20, 9);
+    expect(adpBalanceWaitMs(trt, 1, 64, 0.0005, 20)).toBe(0);
+    // vLLM and SGLang have no such hold.
+    expect(adpBalanceWaitMs(backendProfile('vllm', '0.12.0', gpu), 8, 64, 0.0005, 20)).toBe(0);
+    expect(adpBalanceWaitMs(backendProfile('sglang', '0.5.9', gpu), 8, 64, 0.0005, 20)).toBe(0);
+    // In an aggregated TRT-LLM server with 8 ranks of 32 long-output streams each, arrivals are slow: about 30 steps.
+    const point = (backend: 'trtllm' | 'vllm', clients: number) => {
+      const ctx = testCtx('Qwen/Qwen3-30B-A3B', { system: 'b200_sxm', backend, version: backend === 'trtllm' ? '1.2.0rc5' : '0.12.0', workload: { isl: 1024, osl: 8192 } });
+      const cfg = agg(1, 256, { dp: 8, moeTp: 1, moeEp: 8 });
+      return aggPoint(ctx, cfg, clients, aggMemory(ctx, cfg) as MemoryPicture);
+    };
+    const busy = point('trtllm', 256);
+    expect(busy.ttftParts.balance).toBeGreaterThan(30 * busy.decodeStepMs);
+    expect(busy.ttftParts.balance).toBeLessThan(1.2 * 30 * busy.decodeStepMs);
+    expect(point('trtllm', 8).ttftParts.balance).toBe(0);
+    expect(point('vllm', 256).ttftParts.balance).toBe(0);
   });
   it('SGLang pays host time per running request', () => {
     const ctx = testCtx('meta-llama/Llama-3.1-8B', { backend: 'sglang', version: '0.5.9' });

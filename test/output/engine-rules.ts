@@ -1,5 +1,6 @@
 // Rules each engine's arguments must obey, checked independently of how the generator builds them.
 import YAML from 'yaml';
+import { TRTLLM_ADP_BALANCE_TIMEOUT_ITERS } from '../../src/engine/backends.js';
 
 export interface Expect {
   backend: 'vllm' | 'sglang' | 'trtllm';
@@ -26,7 +27,7 @@ const TRTLLM_FLAGS = new Set(['--model-path', '--served-model-name', '--extra-en
 const TRTLLM_KEYS = new Set([
   'backend', 'tensor_parallel_size', 'pipeline_parallel_size', 'moe_expert_parallel_size', 'moe_tensor_parallel_size',
   'enable_attention_dp', 'max_batch_size', 'max_num_tokens', 'max_seq_len', 'enable_chunked_prefill', 'disable_overlap_scheduler',
-  'kv_cache_config', 'cuda_graph_config', 'cache_transceiver_config', 'print_iter_log',
+  'kv_cache_config', 'cuda_graph_config', 'cache_transceiver_config', 'print_iter_log', 'attention_dp_config',
 ]);
 
 /** Flags (with their value, or true) from an argument list. */
@@ -125,6 +126,11 @@ export function checkManifest(text: string, exp: Expect): string[] {
       if (cfg.max_seq_len < exp.isl + exp.osl) errors.push(`${file}: max_seq_len`);
       if (!['auto', 'fp8', 'nvfp4'].includes(cfg.kv_cache_config?.dtype)) errors.push(`${file}: kv dtype`);
       if (role !== 'agg' && f.get('--disaggregation-mode') !== role) errors.push(`${name}: --disaggregation-mode`);
+      // The estimate prices attention-DP balancing in aggregated workers only, with the engine's timeout.
+      const balanced = role === 'agg' && want.dp > 1;
+      const adp = cfg.attention_dp_config;
+      if (balanced && !(adp?.enable_balance === true && adp.timeout_iters === TRTLLM_ADP_BALANCE_TIMEOUT_ITERS)) errors.push(`${file}: attention_dp_config`);
+      if (!balanced && adp !== undefined) errors.push(`${file}: attention_dp_config without aggregated attention DP`);
     }
   }
   if (exp.backend === 'sglang' && tpByRole.prefill && tpByRole.prefill !== tpByRole.decode) errors.push('sglang disagg needs the same tp-size for prefill and decode');
