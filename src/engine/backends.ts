@@ -2,7 +2,8 @@
 // Figures are the engines' documented defaults; the per-step overheads are host-side costs (scheduling,
 // sampling, detokenization hand-off) fitted on the measured end-to-end rows, one value per backend.
 import type { Backend, Dtype, SystemSpec } from '../inputs/types.js';
-import { trtllmReleaseOf } from '../inputs/dynamo-runtime.js';
+import { engineRelease } from '../inputs/dynamo-runtime.js';
+import { onLineAtLeast } from '../util/versions.js';
 import type { EngineContext } from './types.js';
 
 export interface BackendProfile {
@@ -218,21 +219,6 @@ const BASE: Record<Backend, Omit<BackendProfile, 'version'>> = {
   },
 };
 
-/** Compare dotted versions numerically ("0.10.1" > "0.9.2"); non-numeric parts compare as text. */
-export function compareVersions(a: string, b: string): number {
-  const pa = a.split(/[.\-+]/);
-  const pb = b.split(/[.\-+]/);
-  for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
-    const x = pa[i] ?? '0';
-    const y = pb[i] ?? '0';
-    const nx = parseInt(x, 10);
-    const ny = parseInt(y, 10);
-    if (!Number.isNaN(nx) && !Number.isNaN(ny) && nx !== ny) return nx - ny;
-    if (x !== y) return x < y ? -1 : 1;
-  }
-  return 0;
-}
-
 const cache = new Map<string, BackendProfile>();
 
 /**
@@ -257,8 +243,8 @@ function vllmLargeGpu(gpu: GpuFacts): boolean {
 
 /** Defaults of one engine version on a GPU (later versions inherit and override where the engine changed). */
 export function backendProfile(backend: Backend, version: string, gpu: GpuFacts): BackendProfile {
-  const release = backend === 'trtllm' ? trtllmReleaseOf(version) : version;
-  const atLeast = (v: string) => /^\d/.test(release) && compareVersions(release, v) >= 0;
+  const release = engineRelease(backend, version);
+  const atLeast = (line: string) => onLineAtLeast(release, line);
   const chunk = backend === 'sglang' ? sglangChunkedPrefill(version, gpu.memGiB, atLeast) : 0;
   const large = backend === 'vllm' && vllmLargeGpu(gpu);
   const hopper = /H100|H200/i.test(gpu.name);

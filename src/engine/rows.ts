@@ -4,7 +4,9 @@ import type { Backend, Dtype, ModelSpec, SystemSpec } from '../inputs/types.js';
 import type { PerfSource } from '../perf/types.js';
 import { estimateAgg, estimateDisagg, isRefusal } from './index.js';
 import type { AggConfig, DisaggConfig, EngineContext, Estimate, PoolConfig, Refusal } from './types.js';
-import { backendProfile, compareVersions, type GpuFacts } from './backends.js';
+import { backendProfile, type GpuFacts } from './backends.js';
+import { engineRelease } from '../inputs/dynamo-runtime.js';
+import { compareVersions, onLineAtLeast } from '../util/versions.js';
 import { sizeUnrecordedPools, wideEpLayout } from './disagg.js';
 import { rowSpeculation } from './speculation.js';
 import { parse } from 'csv-parse/sync';
@@ -44,7 +46,11 @@ const BUILT_BEFORE: Partial<Record<Backend, Record<string, string>>> = { trtllm:
 export function releaseOfBuild(backend: Backend, version: string, supported: string[]): string | undefined {
   const before = BUILT_BEFORE[backend]?.[version];
   if (!before) return undefined;
-  return supported.filter((v) => compareVersions(v, before) < 0).sort(compareVersions).at(-1);
+  const release = (v: string) => engineRelease(backend, v);
+  return supported
+    .filter((v) => !onLineAtLeast(release(v), before))
+    .sort((a, b) => compareVersions(release(a), release(b)))
+    .at(-1);
 }
 
 /** Weight formats a row asks for: gemm/moe quant modes, else precision, else the checkpoint's. */

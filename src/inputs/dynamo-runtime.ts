@@ -1,5 +1,6 @@
 // Which engine release each Dynamo runtime image ships. Measurements of TRT-LLM sometimes record the image tag
 // (0.x.y) as the engine version; the release inside is what sets the engine's behaviour.
+import type { Backend } from './types.js';
 
 /** Dynamo release -> engine versions in its runtime images (newest first). */
 export const DYNAMO_RUNTIME_TABLE: ReadonlyArray<{ tag: string; vllm: string; sglang: string; trtllm: string }> = [
@@ -16,12 +17,18 @@ export const DYNAMO_RUNTIME_TABLE: ReadonlyArray<{ tag: string; vllm: string; sg
 
 /**
  * The TRT-LLM release a recorded version runs: a 0.x.y version is a Dynamo runtime image tag (TRT-LLM's own
- * releases are 1.x), and the image of that Dynamo release ships the release returned; other versions, and tags
- * of images we have no record of, run as named.
+ * releases are 1.x), and the image of that Dynamo release (else the newest of its 0.x line) ships the release
+ * returned; other versions, and tags of lines we have no record of, run as named.
  */
 export function trtllmReleaseOf(version: string): string {
   const m = /^0\.(\d+)\.(\d+)/.exec(version);
   if (!m) return version;
-  return DYNAMO_RUNTIME_TABLE.find((r) => r.tag === `0.${m[1]}.${m[2]}`)?.trtllm ?? version;
+  const row = DYNAMO_RUNTIME_TABLE.find((r) => r.tag === `0.${m[1]}.${m[2]}`) ?? DYNAMO_RUNTIME_TABLE.find((r) => r.tag.startsWith(`0.${m[1]}.`));
+  return row?.trtllm ?? version;
+}
+
+/** The engine release a recorded version runs (TRT-LLM versions may name a Dynamo image). */
+export function engineRelease(backend: Backend, version: string): string {
+  return backend === 'trtllm' ? trtllmReleaseOf(version) : version;
 }
 

@@ -2,7 +2,9 @@
 // scripts so both deploy the same thing. Which flag carries which value is data: templates/engine-flags.yaml.
 import type { Backend, Dtype } from '../inputs/types.js';
 import { TRTLLM_ADP_BALANCE_TIMEOUT_ITERS } from '../engine/backends.js';
+import { trtllmReleaseOf } from '../inputs/dynamo-runtime.js';
 import { UnsupportedError } from '../util/errors.js';
+import { onLineAtLeast } from '../util/versions.js';
 import { perSchedulerBatch, type DeployPlan, type WorkerGroup } from './plan.js';
 import { backendFlagsOf, evalConfig, evalFlags, fillText, type FlagVars } from './templates.js';
 
@@ -98,7 +100,7 @@ export function flagVars(plan: DeployPlan, g: WorkerGroup, ports: WorkerPorts = 
     'dynamo_0.9': plan.dynamo === '0.9',
     'dynamo_1.x': plan.dynamo === '1.x',
     load_time_quantization: q.value !== undefined,
-    cache_transceiver: plan.backend === 'trtllm' && !trtllmAtLeast13(plan.version),
+    cache_transceiver: plan.backend === 'trtllm' && !onLineAtLeast(trtllmReleaseOf(plan.version), '1.3'),
   };
 }
 
@@ -114,12 +116,4 @@ export function workerCommand(plan: DeployPlan, g: WorkerGroup, ports: WorkerPor
 export function trtllmEngineConfig(plan: DeployPlan, g: WorkerGroup): Record<string, unknown> {
   const entries = backendFlagsOf('trtllm').engine_config ?? [];
   return evalConfig(entries, flagVars({ ...plan, backend: 'trtllm' }, g));
-}
-
-function trtllmAtLeast13(v: string): boolean {
-  const m = /^(\d+)\.(\d+)/.exec(v);
-  if (!m) return false;
-  const [maj, min] = [Number(m[1]), Number(m[2])];
-  // 0.x versions are Dynamo image tags (0.8.x ships TRT-LLM 1.2).
-  return maj > 1 || (maj === 1 && min >= 3) || (maj === 0 && min >= 9);
 }

@@ -2,6 +2,7 @@
 import type { Backend } from '../inputs/types.js';
 import { InputError } from '../util/errors.js';
 import { DYNAMO_RUNTIME_TABLE } from '../inputs/dynamo-runtime.js';
+import { compareVersions, versionKey } from '../util/versions.js';
 
 const IMAGE_NAME: Record<Backend, string> = {
   vllm: 'vllm-runtime',
@@ -20,25 +21,9 @@ export interface ImageChoice {
   match: ImageMatch;
 }
 
-/** Sortable key of a version such as 1.2.0rc6.post1 or 0.5.8.post1 (rc/dev sort before the release). */
-export function versionKey(v: string): number[] {
-  const m = /^(\d+)\.(\d+)(?:\.(\d+))?(?:[.-]?(rc|dev|pre|a|b)[.-]?(\d+)?)?(?:[.-]?post(\d+))?/.exec(v.trim());
-  if (!m) return [0, 0, 0, 0, 0, 0];
-  const pre = m[4] ? -1 : 0;
-  return [Number(m[1]), Number(m[2]), Number(m[3] ?? 0), pre, Number(m[5] ?? 0), Number(m[6] ?? 0)];
-}
-
-function compareKeys(a: number[], b: number[]): number {
-  for (let i = 0; i < Math.max(a.length, b.length); i++) {
-    const d = (a[i] ?? 0) - (b[i] ?? 0);
-    if (d !== 0) return d;
-  }
-  return 0;
-}
-
 /** The release line that must match: vLLM major.minor, SGLang and TRT-LLM major.minor.patch. */
 function releaseLine(backend: Backend, v: string): string {
-  const k = versionKey(v);
+  const k = versionKey(v) ?? [0, 0, 0];
   return backend === 'vllm' ? `${k[0]}.${k[1]}` : `${k[0]}.${k[1]}.${k[2]}`;
 }
 
@@ -48,20 +33,19 @@ function releaseLine(backend: Backend, v: string): string {
  */
 export function runtimeImage(backend: Backend, engineVersion: string): ImageChoice {
   const name = `nvcr.io/nvidia/ai-dynamo/${IMAGE_NAME[backend]}`;
-  if (backend === 'trtllm' && versionKey(engineVersion)[0] === 0) {
+  if (backend === 'trtllm' && (versionKey(engineVersion)?.[0] ?? 0) === 0) {
     return { image: `${name}:${engineVersion}`, tag: engineVersion, shipsVersion: engineVersion, match: 'exact' };
   }
-  const target = versionKey(engineVersion);
   const rows = DYNAMO_RUNTIME_TABLE.map((r) => ({ tag: r.tag, v: r[backend] }));
   const pick = (tag: string, v: string, match: ImageMatch): ImageChoice => ({ image: `${name}:${tag}`, tag, shipsVersion: v, match });
-  const exact = rows.find((r) => compareKeys(versionKey(r.v), target) === 0);
+  const exact = rows.find((r) => compareVersions(r.v, engineVersion) === 0);
   if (exact) return pick(exact.tag, exact.v, 'exact');
   const line = releaseLine(backend, engineVersion);
   const sameLine = rows.filter((r) => releaseLine(backend, r.v) === line);
   const pool = sameLine.length > 0 ? sameLine : rows;
   // The oldest image at or above the version, else the newest below it.
-  const above = pool.filter((r) => compareKeys(versionKey(r.v), target) > 0).sort((a, b) => compareKeys(versionKey(a.v), versionKey(b.v)));
-  const below = pool.filter((r) => compareKeys(versionKey(r.v), target) < 0).sort((a, b) => compareKeys(versionKey(b.v), versionKey(a.v)));
+  const above = pool.filter((r) => compareVersions(r.v, engineVersion) > 0).sort((a, b) => compareVersions(a.v, b.v));
+  const below = pool.filter((r) => compareVersions(r.v, engineVersion) < 0).sort((a, b) => compareVersions(b.v, a.v));
   const best = above[0] ?? below[0];
   return pick(best.tag, best.v, sameLine.length > 0 ? 'same-release' : 'nearest');
 }

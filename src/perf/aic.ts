@@ -3,7 +3,7 @@
 import { readdirSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { Backend, SystemSpec } from '../inputs/types.js';
-import { versionKey } from './calibration.js';
+import { versionDistance } from '../util/versions.js';
 import { moeKernelRoles, type MoeKernelRole } from './fit.js';
 import { OpTable } from './grid.js';
 import { readRefTable, subdirs, type RefTable } from './reference.js';
@@ -13,12 +13,10 @@ import { OP_SPECS, type OpName, type Row } from './tables.js';
 /** The version folder to use for a backend: the asked one, else the nearest by version number. */
 function pickVersion(versions: string[], want: string): string | undefined {
   if (versions.includes(want)) return want;
-  const w = versionKey(want);
   let best: string | undefined;
   let bestD = Infinity;
   for (const v of versions) {
-    const k = versionKey(v);
-    const d = k.reduce((acc, x, i) => acc * 1000 + Math.abs(x - w[i]!), 0);
+    const d = versionDistance(v, want);
     if (d < bestD) { bestD = d; best = v; }
   }
   return best;

@@ -1,6 +1,7 @@
 // Calibration files (data/calibration/<system>.json): fitted op-model coefficients per reference source.
 import { existsSync, readFileSync } from 'node:fs';
 import { dataPath } from '../util/paths.js';
+import { versionDistance } from '../util/versions.js';
 import { FEATURES, LOW_LATENCY, MOE_MIN_LATENCY_TOKENS, MOE_ROUTING, evalCorrection, withinRoutes, type GroupModel, type ModelOp, type OpModel } from './model.js';
 import { DTYPE_FALLBACK, OP_SPECS, type Row } from './tables.js';
 
@@ -440,23 +441,6 @@ export function loadCalibration(system: string): SystemCalibration | undefined {
     cache.set(system, existsSync(p) ? parseCalibration(readFileSync(p, 'utf8')) : null);
   }
   return cache.get(system) ?? undefined;
-}
-
-/** Parse "0.5.6.post2", "1.2.0rc5", "0.5.1-rc0.pre1" into comparable numbers. */
-export function versionKey(v: string): number[] {
-  const m = v.match(/^(\d+)\.(\d+)\.(\d+)(.*)$/);
-  if (!m) return [0, 0, 0, 0];
-  const rest = m[4] ?? '';
-  const rc = rest.match(/rc(\d+)/);
-  const post = rest.match(/post(\d+)/);
-  // A release candidate sorts before the release; a post release after it.
-  const tail = rc ? -100 + Number(rc[1]) : rest.includes('dev') ? -200 : 0;
-  return [Number(m[1]), Number(m[2]), Number(m[3]), tail + (post ? Number(post[1]) / 100 : 0)];
-}
-
-function versionDistance(a: string, b: string): number {
-  const x = versionKey(a), y = versionKey(b);
-  return Math.abs(x[0]! - y[0]!) * 1e6 + Math.abs(x[1]! - y[1]!) * 1e3 + Math.abs(x[2]! - y[2]!) + Math.abs(x[3]! - y[3]!) * 1e-3;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { insideDir, k8sName, resultsSlug, safeSegment } from '../../src/output/naming.js';
-import { parseDynamoVersion, runtimeImage, versionKey } from '../../src/output/images.js';
+import { parseDynamoVersion, runtimeImage } from '../../src/output/images.js';
 import { benchConcurrencies, shQuote } from '../../src/output/scripts.js';
 import { maxModelLen } from '../../src/output/plan.js';
 import { fixture } from './fixtures.js';
@@ -31,15 +31,6 @@ describe('names', () => {
 });
 
 describe('runtime images', () => {
-  it('orders versions with release candidates before releases', () => {
-    const sorted = ['1.2.0', '1.2.0rc6.post1', '1.2.0rc2', '1.10.0', '1.3.0rc1'].sort((a, b) => {
-      const [x, y] = [versionKey(a), versionKey(b)];
-      for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return x[i] - y[i];
-      return 0;
-    });
-    expect(sorted).toEqual(['1.2.0rc2', '1.2.0rc6.post1', '1.2.0', '1.3.0rc1', '1.10.0']);
-  });
-
   it('picks the image that ships the predicted engine version', () => {
     expect(runtimeImage('vllm', '0.12.0')).toMatchObject({ image: 'nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.8.1', match: 'exact' });
     expect(runtimeImage('vllm', '0.14.0')).toMatchObject({ tag: '0.9.1', match: 'same-release' });
