@@ -110,7 +110,7 @@ export interface BackendProfile {
   allReduceViaNccl?: boolean;
   /**
    * Attention-DP balancing in aggregated servers: steps a held prompt waits at most for every rank to have one
-   * (TRT-LLM's attention_dp_config.timeout_iters, as its recipes set it and our engine config writes it).
+   * (TRT-LLM 1.1+'s attention_dp_config.timeout_iters, as its recipes set it and our engine config writes it).
    */
   adpBalanceTimeoutIters?: number;
 }
@@ -124,9 +124,6 @@ function range(start: number, end: number, step: number): number[] {
 const VLLM_GRAPH = [1, 2, 4, ...range(8, 512, 8)];
 const SGLANG_GRAPH = [1, 2, 4, 8, 12, 16, 24, ...range(32, 256, 8), ...range(272, 512, 16)];
 const TRTLLM_GRAPH = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048];
-
-/** TRT-LLM's DeepSeek and wide-EP recipes balance attention-DP prompts with a 60-step timeout (attention_dp_config). */
-export const TRTLLM_ADP_BALANCE_TIMEOUT_ITERS = 60;
 
 const BASE: Record<Backend, Omit<BackendProfile, 'version'>> = {
   vllm: {
@@ -215,7 +212,6 @@ const BASE: Record<Backend, Omit<BackendProfile, 'version'>> = {
     sharedExpertsAside: 'graph',
     moeRoutingInTable: 'all',
     attentionKernelsApart: false,
-    adpBalanceTimeoutIters: TRTLLM_ADP_BALANCE_TIMEOUT_ITERS,
   },
 };
 
@@ -258,6 +254,8 @@ export function backendProfile(backend: Backend, version: string, gpu: GpuFacts)
     if (atLeast('0.22')) p.memoryFraction = 0.92;
   }
   if (backend === 'trtllm' && atLeast('1.0') && !atLeast('1.1') && hopper) p.allReduceViaNccl = true;
+  const balance = adpBalanceTimeoutIters(backend, version);
+  if (balance !== undefined) p.adpBalanceTimeoutIters = balance;
   // trtllm-serve's request path by release, from its low-load runs: 1.2+ answers in about the prefill plus 15-35 ms
   // (gpt-oss and Llama-3.1-70B on B200 and H200), the 1.0 line in 80-135 ms (Llama, Qwen3, Qwen3-MoE on H100).
   if (backend === 'trtllm' && atLeast('1.2')) p.requestOverheadMs = 30;
@@ -276,6 +274,14 @@ export function backendProfile(backend: Backend, version: string, gpu: GpuFacts)
 /** TTFT an engine adds for the streams its schedulers serve: `streams` running over `dp` attention-dp ranks. */
 export function streamTtftMs(prof: BackendProfile, streams: number, dp: number): number {
   return ((prof.ttftMsPerStream ?? 0) * streams) / dp;
+}
+
+/**
+ * Steps an aggregated server's attention-DP balancing holds a prompt at most: TRT-LLM's DeepSeek and wide-EP
+ * recipes set attention_dp_config with a 60-step timeout, an option of its LLM API from 1.1.
+ */
+export function adpBalanceTimeoutIters(backend: Backend, version: string): number | undefined {
+  return backend === 'trtllm' && onLineAtLeast(engineRelease(backend, version), '1.1') ? 60 : undefined;
 }
 
 /** Profiles by context: every step cost asks, and a context's engine and GPU never change. */

@@ -1,7 +1,7 @@
 // The simulated configuration as engine arguments, shared by the Kubernetes manifest and the bare-metal
 // scripts so both deploy the same thing. Which flag carries which value is data: templates/engine-flags.yaml.
 import type { Backend, Dtype } from '../inputs/types.js';
-import { TRTLLM_ADP_BALANCE_TIMEOUT_ITERS } from '../engine/backends.js';
+import { adpBalanceTimeoutIters } from '../engine/backends.js';
 import { trtllmReleaseOf } from '../inputs/dynamo-runtime.js';
 import { UnsupportedError } from '../util/errors.js';
 import { onLineAtLeast } from '../util/versions.js';
@@ -88,7 +88,7 @@ export function flagVars(plan: DeployPlan, g: WorkerGroup, ports: WorkerPorts = 
     bootstrap_port: ports.bootstrapPort,
     kv_event_port: ports.kvEventPort,
     nixl_side_channel_port: ports.nixlSideChannelPort,
-    adp_balance_timeout_iters: TRTLLM_ADP_BALANCE_TIMEOUT_ITERS,
+    adp_balance_timeout_iters: () => adpBalanceTimeoutIters(plan.backend, plan.version) ?? 0,
     agg: g.role === 'agg',
     prefill: g.role === 'prefill',
     decode: g.role === 'decode',
@@ -96,6 +96,7 @@ export function flagVars(plan: DeployPlan, g: WorkerGroup, ports: WorkerPorts = 
     prefix_caching: plan.prefix > 0,
     expert_parallel: l.moeEp > 1,
     attention_dp: l.dp > 1,
+    adp_balance: adpBalanceTimeoutIters(plan.backend, plan.version) !== undefined,
     moe: plan.isMoe,
     'dynamo_0.9': plan.dynamo === '0.9',
     'dynamo_1.x': plan.dynamo === '1.x',

@@ -23,7 +23,7 @@ function templateError(file: string, message: string): InferplanError {
 /** Boolean facts about one worker that `when:` lists test. */
 export const CONDITIONS = [
   'agg', 'prefill', 'decode', 'disagg', 'prefix_caching', 'expert_parallel', 'attention_dp', 'moe',
-  'dynamo_0.9', 'dynamo_1.x', 'load_time_quantization', 'cache_transceiver', 'multinode_follower',
+  'dynamo_0.9', 'dynamo_1.x', 'load_time_quantization', 'cache_transceiver', 'multinode_follower', 'adp_balance',
 ] as const;
 export type Condition = (typeof CONDITIONS)[number];
 

@@ -158,6 +158,8 @@ describe('scheduler details of aggregated serving', () => {
     expect(adpBalanceWaitMs(trt, 8, 8, 0.0005, 20)).toBe(0);
     expect(adpBalanceWaitMs(trt, 8, 12, 0.0005, 20)).toBeCloseTo(15 * 20, 9);
     expect(adpBalanceWaitMs(trt, 1, 64, 0.0005, 20)).toBe(0);
+    // TRT-LLM's LLM API takes attention_dp_config from 1.1: the 1.0 line never holds prompts.
+    expect(adpBalanceWaitMs(backendProfile('trtllm', '1.0.0rc3', gpu), 8, 64, 0.0005, 20)).toBe(0);
     // vLLM and SGLang have no such hold.
     expect(adpBalanceWaitMs(backendProfile('vllm', '0.12.0', gpu), 8, 64, 0.0005, 20)).toBe(0);
     expect(adpBalanceWaitMs(backendProfile('sglang', '0.5.9', gpu), 8, 64, 0.0005, 20)).toBe(0);

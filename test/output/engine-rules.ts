@@ -1,9 +1,10 @@
 // Rules each engine's arguments must obey, checked independently of how the generator builds them.
 import YAML from 'yaml';
-import { TRTLLM_ADP_BALANCE_TIMEOUT_ITERS } from '../../src/engine/backends.js';
 
 export interface Expect {
   backend: 'vllm' | 'sglang' | 'trtllm';
+  /** Engine version deployed. */
+  version: string;
   dynamo: '0.9' | '1.x';
   isl: number;
   osl: number;
@@ -126,10 +127,11 @@ export function checkManifest(text: string, exp: Expect): string[] {
       if (cfg.max_seq_len < exp.isl + exp.osl) errors.push(`${file}: max_seq_len`);
       if (!['auto', 'fp8', 'nvfp4'].includes(cfg.kv_cache_config?.dtype)) errors.push(`${file}: kv dtype`);
       if (role !== 'agg' && f.get('--disaggregation-mode') !== role) errors.push(`${name}: --disaggregation-mode`);
-      // The estimate prices attention-DP balancing in aggregated workers only, with the engine's timeout.
-      const balanced = role === 'agg' && want.dp > 1;
+      // The estimate prices attention-DP balancing in aggregated workers only, with the recipes' 60-step timeout;
+      // TRT-LLM's LLM API takes attention_dp_config from 1.1 (0.x Dynamo image tags ship 1.1 or later).
+      const balanced = role === 'agg' && want.dp > 1 && !/^1\.0\./.test(exp.version);
       const adp = cfg.attention_dp_config;
-      if (balanced && !(adp?.enable_balance === true && adp.timeout_iters === TRTLLM_ADP_BALANCE_TIMEOUT_ITERS)) errors.push(`${file}: attention_dp_config`);
+      if (balanced && !(adp?.enable_balance === true && adp.timeout_iters === 60)) errors.push(`${file}: attention_dp_config`);
       if (!balanced && adp !== undefined) errors.push(`${file}: attention_dp_config without aggregated attention DP`);
     }
   }

@@ -50,7 +50,7 @@ function expectFor(p: PlanInput): Expect {
   const plan = derivePlan(p);
   const roles: Expect['roles'] = {};
   for (const g of plan.groups) roles[g.role] = { gpus: g.gpusPerWorker, batch: g.batchSize, dp: g.layout.dp, tokens: g.maxNumTokens };
-  return { backend: plan.backend, dynamo: plan.dynamo, isl: plan.isl, osl: plan.osl, roles };
+  return { backend: plan.backend, version: plan.version, dynamo: plan.dynamo, isl: plan.isl, osl: plan.osl, roles };
 }
 
 describe.skipIf(!existsSync(CRD))('k8s_deploy.yaml against the DynamoGraphDeployment CRD', () => {

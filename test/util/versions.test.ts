@@ -42,13 +42,18 @@ describe('engine versions', () => {
     expect(releaseOfBuild('trtllm', 'gpt-oss-dev', ['0.8.1.post1', '1.1.0rc2'])).toBeUndefined();
   });
 
-  it('TRT-LLM engine YAML keeps cache_transceiver_config before 1.3, Dynamo 0.9 images included', () => {
-    const transceiver = (version: string) =>
-      flagVars({ backend: 'trtllm', version } as never, { role: 'prefill', layout: { tp: 1, pp: 1, dp: 1, moeTp: 1, moeEp: 1 } } as never).cache_transceiver;
+  it('TRT-LLM engine YAML keeps cache_transceiver_config before 1.3, Dynamo 0.9 images included, and balances attention DP from 1.1', () => {
+    const vars = (version: string) =>
+      flagVars({ backend: 'trtllm', version } as never, { role: 'agg', layout: { tp: 1, pp: 1, dp: 8, moeTp: 1, moeEp: 8 } } as never);
+    const transceiver = (version: string) => vars(version).cache_transceiver;
     expect(transceiver('1.2.0rc5')).toBe(true);
     expect(transceiver('0.8.1.post2')).toBe(true);
     expect(transceiver('1.3.0rc5.post1')).toBe(false);
     expect(transceiver('0.9.1')).toBe(false);
     expect(transceiver('0.9.0')).toBe(false);
+    expect(vars('1.0.0rc3').adp_balance).toBe(false);
+    expect(vars('1.1.0rc2.post2').adp_balance).toBe(true);
+    expect(vars('0.8.1.post2').adp_balance).toBe(true);
+    expect(vars('gpt-oss-dev').adp_balance).toBe(false);
   });
 });
