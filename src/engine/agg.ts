@@ -10,7 +10,7 @@ import { memoryPicture } from './memory.js';
 import { profileOf, streamTtftMs, type BackendProfile } from './backends.js';
 import { hostOverheadMs, mixedStepMs } from './steps.js';
 import { speculationOf, speculativeDecodeStepMs } from './speculation.js';
-import type { AggConfig, EngineContext, MemoryPicture } from './types.js';
+import type { AggConfig, EngineContext, MemoryPicture, TtftParts } from './types.js';
 
 export interface AggPoint {
   ttftMs: number;
@@ -20,8 +20,8 @@ export interface AggPoint {
   requestsPerS: number;
   /** Running sequences per replica. */
   running: number;
-  /** Parts of the mean TTFT, ms. */
-  ttftParts: { queue: number; prefill: number; residual: number; request: number; balance: number };
+  /** Where the mean TTFT goes. */
+  ttftParts: TtftParts;
   /** Mean step times, ms. */
   decodeStepMs: number;
   mixedStepMs: number;
@@ -150,27 +150,31 @@ export function aggPoint(ctx: EngineContext, cfg: AggConfig, clients: number, me
   // full budget of prompt tokens, and prompt i is done at step ceil(i x isle / budget); whole prompts go g to a step.
   const tBurst = k > 1 ? pfStep(1, pfBudget) : tFull;
   const burstTtft = burstMeanSteps(n, k > 1 ? isle / pfBudget : 1 / g) * tBurst;
-  let ttftPrefill: number;
+  // The engine's part of TTFT: waiting for the step in flight, its own queue, the burst and the prompt's own prefill.
+  let engine: Pick<TtftParts, 'stepInFlight' | 'engineQueue' | 'burst' | 'prefill'>;
   let tpot: number;
   if (!prof.lockstep) {
     // Completions spread out over the steps, so later rounds mostly find a free step.
     tpot = tIter;
     const steadyTtft = residual + engineWait + k * tOwn;
-    ttftPrefill = steadyTtft + Math.max(0, burstTtft - steadyTtft) / BENCH_ROUNDS;
+    engine = { stepInFlight: residual, engineQueue: engineWait, burst: Math.max(0, burstTtft - steadyTtft) / BENCH_ROUNDS, prefill: k * tOwn };
   } else {
     // Prefill-first scheduling keeps the clients in lockstep: every round is a burst of prompts followed by
     // uninterrupted decode steps. A request whose prompt went early still waits for the rest of the burst
     // before its second token, so the round (burst + decode) is every request's latency and TPOT carries
     // the part of the burst after its own first token.
-    ttftPrefill = Math.max(burstTtft, k * tFull);
+    const ttftPrefill = Math.max(burstTtft, k * tFull);
+    engine = { stepInFlight: 0, engineQueue: 0, burst: ttftPrefill - k * tFull, prefill: k * tFull };
     const burstAll = Math.max(Math.ceil(nMix), k) * tBurst;
     tpot = tDec + Math.max(0, burstAll - ttftPrefill) / D;
   }
+  const ttftPrefill = engine.stepInFlight + engine.engineQueue + engine.burst + engine.prefill;
   const request = prof.requestOverheadMs + streamTtftMs(prof, n, cfg.dp);
+  const handout = (prof.outputLagSteps ?? 0) * tIter;
   const cycleMs = iters * tIter;
   // Slots turn over once per cycle; clients beyond the running slots queue for one.
   const slotRate = n / (cycleMs + prof.requestOverheadMs);
-  const unbalanced = request + ttftPrefill + (prof.outputLagSteps ?? 0) * tIter;
+  const unbalanced = request + ttftPrefill + handout;
   // The balancing wait follows the request rate, taken here without the wait itself.
   const balance = adpBalanceWaitMs(prof, cfg.dp, n, Math.min(slotRate, clients / (unbalanced + D * tpot)), tIter);
   const baseTtft = unbalanced + balance;
@@ -187,7 +191,7 @@ export function aggPoint(ctx: EngineContext, cfg: AggConfig, clients: number, me
     requestLatencyMs: ttft + outTok * tpotTok,
     requestsPerS: rate * 1000,
     running: n,
-    ttftParts: { queue: queue + engineWait, prefill: k * tFull, residual, request, balance },
+    ttftParts: { request, slotQueue: queue, balance, kvTransfer: 0, handout, ...engine },
     decodeStepMs: tDec,
     mixedStepMs: tFull,
   };

@@ -9,7 +9,7 @@ import { layoutRule } from './rules.js';
 import { acceptedPerStep, decodeTpotMs } from './speculation.js';
 import { profileOf, streamTtftMs } from './backends.js';
 import { hostOverheadMs, mixedStepMs } from './steps.js';
-import type { DisaggConfig, EngineContext, MemoryPicture, PoolConfig, Refusal } from './types.js';
+import type { DisaggConfig, EngineContext, MemoryPicture, PoolConfig, Refusal, TtftParts } from './types.js';
 
 /**
  * Fixed time a disaggregated request spends beyond an aggregated one's: Dynamo's front-end routes it to a prefill
@@ -27,6 +27,8 @@ export interface DisaggPoint {
   prefillMs: number;
   prefillQueueMs: number;
   decodeRunning: number;
+  /** Where the mean TTFT goes. */
+  ttftParts: TtftParts;
   /** Which pool limits throughput at this concurrency. */
   bound: 'prefill' | 'decode' | 'clients';
 }
@@ -199,11 +201,15 @@ export function disaggPoint(ctx: EngineContext, cfg: DisaggConfig, clients: numb
     const rho = Math.min(0.95, perWorker * (pf / g));
     const pQueue = (rho / (2 * (1 - rho))) * pf;
     // The first round arrives as one burst of every client's prompt and drains through the prefill pool.
-    const steady = pQueue + pf;
-    const pfWait = steady + Math.max(0, burst - steady) / BENCH_ROUNDS;
+    const burstShare = Math.max(0, burst - (pQueue + pf)) / BENCH_ROUNDS;
     // The transferred request joins the decode batch at the next step boundary (half a step on average) and
     // its first token leaves with that step; a speculative step yields several tokens, so it lasts longer.
-    const ttftBase = prof.requestOverheadMs + DISAGG_HANDOFF_MS + streamTtftMs(prof, running, Dp.dp) + pfWait + transfer + 1.5 * tpot * stepTokens;
+    const parts: TtftParts = {
+      request: prof.requestOverheadMs + DISAGG_HANDOFF_MS + streamTtftMs(prof, running, Dp.dp),
+      stepInFlight: 0, slotQueue: 0, engineQueue: pQueue, balance: 0, burst: burstShare, prefill: pf, kvTransfer: transfer,
+      handout: 1.5 * tpot * stepTokens,
+    };
+    const ttftBase = parts.request + parts.engineQueue + parts.burst + parts.prefill + parts.kvTransfer + parts.handout;
     const cycle = ttftBase + D * tpot;
     const clientRate = clients / cycle;
     const newRate = Math.min(clientRate, prefillCap, decodeCap);
@@ -220,6 +226,7 @@ export function disaggPoint(ctx: EngineContext, cfg: DisaggConfig, clients: numb
       prefillQueueMs: pQueue + queue,
       decodeRunning: running,
       bound,
+      ttftParts: { ...parts, slotQueue: queue },
     };
   };
   // The achieved rate falls as the assumed rate rises (bigger batches, longer queues): bisect the fixed point.

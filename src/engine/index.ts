@@ -111,6 +111,7 @@ export function estimateAgg(
     metrics,
     bands: bandsFor(ctx, 'agg', metrics),
     memory: mem,
+    ttftParts: p.ttftParts,
   };
   if (opts.breakdown) est.breakdown = breakdownOf(ctx, config, p.running, 1);
   return est;
@@ -141,6 +142,7 @@ export function estimateDisagg(
     bands: bandsFor(ctx, 'disagg', metrics),
     memory,
     kvTransferMs: p.kvTransferMs,
+    ttftParts: p.ttftParts,
   };
   if (opts.breakdown) est.breakdown = breakdownOf(ctx, config.decode, p.decodeRunning, 1, config.prefill);
   return est;

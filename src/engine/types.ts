@@ -65,6 +65,28 @@ export interface DisaggConfig {
   decode: PoolConfig;
 }
 
+/** Where the mean TTFT goes, ms: the parts sum to it. */
+export interface TtftParts {
+  /** The request path outside the engine loop: front-end, tokenization, the scheduler's time per stream (disagg: and the handoff between workers). */
+  request: number;
+  /** Waiting for the step in flight when the prompt arrives (agg). */
+  stepInFlight: number;
+  /** Clients beyond the running slots waiting for one (closed loop). */
+  slotQueue: number;
+  /** A prefill-bound engine's queue (agg) or the prefill pool's queue (disagg). */
+  engineQueue: number;
+  /** Attention-DP balancing holding the prompt until every rank has one (TRT-LLM agg). */
+  balance: number;
+  /** Queueing behind a burst of prompts: the benchmark's first round, spread over its rounds (every round under lockstep). */
+  burst: number;
+  /** The prompt's own prefill step(s). */
+  prefill: number;
+  /** Moving the prompt's KV cache to the decode worker (disagg). */
+  kvTransfer: number;
+  /** From the last prefill step to the first token's hand-out: an overlap scheduler's one-step lag (agg), joining the decode batch (disagg). */
+  handout: number;
+}
+
 export interface Band {
   low: number;
   high: number;
@@ -120,6 +142,8 @@ export interface AggEstimate {
   memory: MemoryPicture;
   /** Time per op type (ms per step) for prefill and decode, when asked for. */
   breakdown?: { prefill: Record<string, number>; decode: Record<string, number> };
+  /** Where the mean TTFT goes. */
+  ttftParts: TtftParts;
 }
 
 export interface DisaggEstimate {
@@ -131,6 +155,8 @@ export interface DisaggEstimate {
   memory: { prefill: MemoryPicture; decode: MemoryPicture };
   kvTransferMs: number;
   breakdown?: { prefill: Record<string, number>; decode: Record<string, number> };
+  /** Where the mean TTFT goes. */
+  ttftParts: TtftParts;
 }
 
 export type Estimate = AggEstimate | DisaggEstimate;

@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { estimateAgg, isRefusal } from '../../src/engine/index.js';
+import { estimateAgg, estimateDisagg, isRefusal } from '../../src/engine/index.js';
 import { adpBalanceWaitMs, aggMemory, aggPoint, burstMeanSteps } from '../../src/engine/agg.js';
 import { speculationOf } from '../../src/engine/speculation.js';
 import { rowAggConfig, rowAggReplicas } from '../../src/engine/rows.js';
 import { backendProfile } from '../../src/engine/backends.js';
 import { trtllmReleaseOf } from '../../src/inputs/dynamo-runtime.js';
 import { loadSystem } from '../../src/inputs/systems.js';
-import type { AggEstimate, MemoryPicture } from '../../src/engine/types.js';
-import { agg, testCtx } from './helpers.js';
+import type { AggEstimate, DisaggEstimate, MemoryPicture } from '../../src/engine/types.js';
+import { agg, pool, testCtx } from './helpers.js';
 
 function ok<T>(e: T | { refused: true; reason: string }): T {
   if (isRefusal(e)) throw new Error(`unexpected refusal: ${e.reason}`);
@@ -125,10 +125,10 @@ describe('scheduler details of aggregated serving', () => {
     const busy = aggPoint(ctx, cfg, 64, mem);
     // 64 prompts of 8000 tokens per 100-token lifetime: most of the time is spent in steps that carry a prompt,
     // so the step in flight is most likely a long one, not a decode step.
-    expect(busy.ttftParts.residual).toBeGreaterThan(0.25 * busy.mixedStepMs);
+    expect(busy.ttftParts.stepInFlight).toBeGreaterThan(0.25 * busy.mixedStepMs);
     // One client: its own prompt is the only one, so it waits for half a decode step.
     const idle = aggPoint(ctx, cfg, 1, mem);
-    expect(idle.ttftParts.residual).toBeLessThan(idle.mixedStepMs / 50);
+    expect(idle.ttftParts.stepInFlight).toBeLessThan(idle.mixedStepMs / 50);
   });
   it('SGLang 0.5.6+ (1.5 ms), TRT-LLM and vLLM (0.5 ms) add TTFT per stream each scheduler rank serves; SGLang lockstep releases do not', () => {
     const request = (backend: 'sglang' | 'vllm' | 'trtllm', version: string, clients: number, model = 'meta-llama/Llama-3.1-8B', dp = 1) => {
@@ -174,6 +174,26 @@ describe('scheduler details of aggregated serving', () => {
     expect(busy.ttftParts.balance).toBeLessThan(1.2 * 30 * busy.decodeStepMs);
     expect(point('trtllm', 8).ttftParts.balance).toBe(0);
     expect(point('vllm', 256).ttftParts.balance).toBe(0);
+  });
+  it('the parts of TTFT sum to it, in agg (continuous batching, lockstep, attention-DP balancing) and disagg', () => {
+    const sum = (parts: object) => Object.values(parts).reduce((a: number, v: number) => a + v, 0);
+    const cases: Array<[string, 'vllm' | 'sglang' | 'trtllm', string, number]> = [
+      ['Qwen/Qwen3-32B', 'vllm', '0.12.0', 1], ['Qwen/Qwen3-32B', 'vllm', '0.12.0', 300], ['Qwen/Qwen3-32B', 'sglang', '0.5.1', 64],
+      ['Qwen/Qwen3-30B-A3B', 'trtllm', '1.2.0rc5', 256],
+    ];
+    for (const [model, backend, version, clients] of cases) {
+      const ctx = testCtx(model, { backend, version, workload: { isl: 4000, osl: 500 } });
+      const cfg = model.includes('A3B') ? agg(1, 256, { dp: 4, moeTp: 1, moeEp: 4 }) : agg(2, 128);
+      const e = ok(estimateAgg(ctx, cfg, { concurrency: clients })) as AggEstimate;
+      expect(sum(e.ttftParts), `${backend} ${clients}`).toBeCloseTo(e.metrics.ttftMs, 6);
+      expect(Object.values(e.ttftParts).every((v) => v >= 0)).toBe(true);
+    }
+    const ctx = testCtx('Qwen/Qwen3-32B', { workload: { isl: 4000, osl: 500 } });
+    for (const clients of [1, 64, 400]) {
+      const d = ok(estimateDisagg(ctx, { prefill: pool(2, 1, 1), decode: pool(4, 128, 1) }, { concurrency: clients })) as DisaggEstimate;
+      expect(sum(d.ttftParts), `disagg ${clients}`).toBeCloseTo(d.metrics.ttftMs, 6);
+      expect(d.ttftParts.kvTransfer).toBeCloseTo(d.kvTransferMs, 9);
+    }
   });
   it('SGLang pays host time per running request', () => {
     const ctx = testCtx('meta-llama/Llama-3.1-8B', { backend: 'sglang', version: '0.5.9' });

@@ -8,7 +8,7 @@ import { loadEngineContext, resolveRowInputs } from '../context.js';
 import { calibrationText } from '../../search/search.js';
 import { estimateAgg, estimateDisagg, isRefusal, profileOf } from '../../engine/index.js';
 import { estimateRow, parseCsv, PREDICTED_COLUMNS, predictedCells } from '../../engine/rows.js';
-import type { AggConfig, DisaggConfig, EngineContext, Estimate, MemoryPicture, MetricBands, PoolConfig, ServingMetrics } from '../../engine/types.js';
+import type { AggConfig, DisaggConfig, EngineContext, Estimate, MemoryPicture, MetricBands, PoolConfig, ServingMetrics, TtftParts } from '../../engine/types.js';
 import { InputError, UnsupportedError } from '../../util/errors.js';
 
 type Opts = Record<string, unknown>;
@@ -39,7 +39,7 @@ export function registerEstimate(program: Command): void {
     .option('--replicas <n>', 'agg: identical replicas (default 1)', positiveInt('--replicas'))
     .option('--concurrency <n>', 'clients in the closed loop (default: batch size x replicas / decode workers)', positiveInt('--concurrency'))
     .option('--decode-system <name>', 'disagg: system of the decode pool when it differs')
-    .option('--breakdown', 'print the time per op type of a prefill and a decode step')
+    .option('--breakdown', 'print where the mean TTFT goes and the time per op type of a prefill and a decode step')
     .option('--from-csv <file>', 'estimate every row of a CSV in the e2e reference format')
     .option('--out <file>', 'with --from-csv: write the rows with predictions here (default: stdout)');
   addGlobalOptions(cmd);
@@ -111,6 +111,19 @@ function fmtBand(v: number, b: { low: number; high: number }, digits: number): s
   return `${v.toFixed(digits)}  [${b.low.toFixed(digits)} .. ${b.high.toFixed(digits)}]`;
 }
 
+/** The parts of TTFT in the order a request meets them. */
+const TTFT_PART_LABELS: Record<keyof TtftParts, string> = {
+  request: 'request path',
+  slotQueue: 'waiting for a slot',
+  balance: 'attention-DP balancing',
+  stepInFlight: 'step in flight',
+  engineQueue: 'engine queue',
+  burst: 'burst of prompts',
+  prefill: 'prefill',
+  kvTransfer: 'KV transfer',
+  handout: 'first-token hand-out',
+};
+
 function printEstimate(est: Estimate, title: string, calibration: string): void {
   const m: ServingMetrics = est.metrics;
   const b: MetricBands = est.bands;
@@ -138,6 +151,11 @@ function printEstimate(est: Estimate, title: string, calibration: string): void 
     lines.push(`  KV ${Math.round(mem.kvBytesPerTokenPerGpu)} bytes/token/GPU, ${mem.kvTokens} tokens, up to ${mem.maxSequences} sequences of isl+osl`);
   }
   if (est.breakdown) {
+    const parts = Object.entries(TTFT_PART_LABELS)
+      .map(([key, label]) => [label, est.ttftParts[key as keyof TtftParts]] as const)
+      .filter(([, v]) => v > 0.005)
+      .map(([label, v]) => `${label} ${v.toFixed(1)}`);
+    lines.push(`TTFT ${m.ttftMs.toFixed(1)} ms = ${parts.join(' + ')}`);
     for (const phase of ['prefill', 'decode'] as const) {
       const t = est.breakdown[phase];
       const total = Object.values(t).reduce((a, v) => a + v, 0);
