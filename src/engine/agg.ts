@@ -61,6 +61,11 @@ export function adpBalanceWaitMs(prof: BackendProfile, dp: number, running: numb
   return busyShare * Math.min((timeoutIters * stepMs) / 2, (dp - 1) / (2 * ratePerMs));
 }
 
+/** The mean TTFT its parts make up. */
+export function sumTtftParts(p: TtftParts): number {
+  return p.request + p.slotQueue + p.balance + p.stepInFlight + p.engineQueue + p.burst + p.prefill + p.kvTransfer + p.handout;
+}
+
 /** Sequences that can run at once: KV allocated on demand holds sequences at their mean length. */
 export function runningCapacity(ctx: EngineContext, mem: MemoryPicture): number {
   const { isl, osl } = ctx.workload;

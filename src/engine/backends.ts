@@ -3,7 +3,7 @@
 // sampling, detokenization hand-off) fitted on the measured end-to-end rows, one value per backend.
 import type { Backend, Dtype, SystemSpec } from '../inputs/types.js';
 import { engineRelease } from '../inputs/dynamo-runtime.js';
-import { onLineAtLeast } from '../util/versions.js';
+import { onLineAtLeast, onLineBefore } from '../util/versions.js';
 import type { EngineContext } from './types.js';
 
 export interface BackendProfile {
@@ -221,8 +221,8 @@ const cache = new Map<string, BackendProfile>();
  * SGLang's default chunked-prefill size: from 0.5.6 it follows the GPU's memory (server_args: 4k below 60 GiB,
  * 8k below 160 GiB such as H100 and H200, 16k on B200 / GB200); earlier releases used 8k.
  */
-function sglangChunkedPrefill(version: string, gpuMemGiB: number, atLeast: (v: string) => boolean): number {
-  if (/^\d/.test(version) && !atLeast('0.5.6')) return 8192;
+function sglangChunkedPrefill(version: string, gpuMemGiB: number): number {
+  if (onLineBefore(version, '0.5.6')) return 8192;
   return gpuMemGiB < 60 ? 4096 : gpuMemGiB < 160 ? 8192 : 16384;
 }
 
@@ -241,7 +241,7 @@ function vllmLargeGpu(gpu: GpuFacts): boolean {
 export function backendProfile(backend: Backend, version: string, gpu: GpuFacts): BackendProfile {
   const release = engineRelease(backend, version);
   const atLeast = (line: string) => onLineAtLeast(release, line);
-  const chunk = backend === 'sglang' ? sglangChunkedPrefill(version, gpu.memGiB, atLeast) : 0;
+  const chunk = backend === 'sglang' ? sglangChunkedPrefill(version, gpu.memGiB) : 0;
   const large = backend === 'vllm' && vllmLargeGpu(gpu);
   const hopper = /H100|H200/i.test(gpu.name);
   const key = `${backend}@${version}@${chunk}@${large}@${hopper}`;
@@ -264,7 +264,7 @@ export function backendProfile(backend: Backend, version: string, gpu: GpuFacts)
     p.maxNumTokens = chunk;
     // Measured runs of 0.5.1-0.5.5 keep the clients in lockstep (long TTFT, clean decode); later versions
     // (overlap scheduler) spread the prompts like the other engines, still in steps of their own.
-    if (/^\d/.test(version) && !atLeast('0.5.6')) p.lockstep = true;
+    if (onLineBefore(version, '0.5.6')) p.lockstep = true;
     else p.ttftMsPerStream = 1.5;
   }
   cache.set(key, p);

@@ -3,7 +3,7 @@
 // joining the decode batch;
 // TPOT from the decode pool at its running batch; throughput bounded by the slower pool and the clients.
 import type { PerfSource } from '../perf/types.js';
-import { BENCH_ROUNDS, burstMeanSteps } from './agg.js';
+import { BENCH_ROUNDS, burstMeanSteps, sumTtftParts } from './agg.js';
 import { kvBytesPerToken, memoryPicture } from './memory.js';
 import { layoutRule } from './rules.js';
 import { acceptedPerStep, decodeTpotMs } from './speculation.js';
@@ -209,7 +209,7 @@ export function disaggPoint(ctx: EngineContext, cfg: DisaggConfig, clients: numb
       stepInFlight: 0, slotQueue: 0, engineQueue: pQueue, balance: 0, burst: burstShare, prefill: pf, kvTransfer: transfer,
       handout: 1.5 * tpot * stepTokens,
     };
-    const ttftBase = parts.request + parts.engineQueue + parts.burst + parts.prefill + parts.kvTransfer + parts.handout;
+    const ttftBase = sumTtftParts(parts);
     const cycle = ttftBase + D * tpot;
     const clientRate = clients / cycle;
     const newRate = Math.min(clientRate, prefillCap, decodeCap);

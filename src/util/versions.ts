@@ -34,6 +34,11 @@ export function onLineAtLeast(v: string, line: string): boolean {
   return true;
 }
 
+/** Whether `v` is a known release of a line before `line`; names without a version (nightlies, image tags) are not. */
+export function onLineBefore(v: string, line: string): boolean {
+  return versionKey(v) !== undefined && !onLineAtLeast(v, line);
+}
+
 /** Distance between versions for picking the nearest measured one: numeric parts first, then stage and post. */
 export function versionDistance(a: string, b: string): number {
   const x = versionKey(a) ?? [0, 0, 0, 0, 0, 0];

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compareVersions, onLineAtLeast, versionDistance, versionKey } from '../../src/util/versions.js';
+import { compareVersions, onLineAtLeast, onLineBefore, versionDistance, versionKey } from '../../src/util/versions.js';
 import { engineRelease, trtllmReleaseOf } from '../../src/inputs/dynamo-runtime.js';
 import { releaseOfBuild } from '../../src/engine/rows.js';
 import { flagVars } from '../../src/output/engine-args.js';
@@ -23,6 +23,10 @@ describe('engine versions', () => {
     expect(onLineAtLeast('0.5.10.post1', '0.5.6')).toBe(true);
     expect(onLineAtLeast('0.5.4.post3', '0.5.6')).toBe(false);
     expect(onLineAtLeast('nightly-5', '0.5.6')).toBe(false);
+    // A name without a version is on no earlier line either (SGLang nightlies are not lockstep releases).
+    expect(onLineBefore('0.5.4.post3', '0.5.6')).toBe(true);
+    expect(onLineBefore('0.5.6', '0.5.6')).toBe(false);
+    expect(onLineBefore('nightly-5', '0.5.6')).toBe(false);
   });
 
   it('measure the distance to the nearest measured version: numbers first, then candidates', () => {
