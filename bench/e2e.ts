@@ -1,9 +1,9 @@
 // End-to-end accuracy: predicted TTFT / TPOT / throughput against measured serving runs.
-//   npm run bench:e2e [-- --write-bands] [-- --rows out.csv]
+//   npm run bench:e2e [-- --write-bands] [-- --rows out.jsonl]
 // Reads ../shared/reference/aic-silicon/e2e/dev.csv and the max-load rows of
-// ../shared/reference/ground-truth/trtllm_perf_overview.csv; prints MAPE and median |%err| per group,
-// the refusal share and reasons, and (with --write-bands) writes data/error-bands.json: aggregate error
-// percentiles per group, never the rows.
+// ../shared/reference/ground-truth/trtllm_perf_overview.csv; prints MAPE and median |%err| per group, the
+// signed error of the agg rows by concurrency, the refusal share and reasons, and (with --write-bands) writes
+// data/error-bands.json: aggregate error percentiles per group, never the rows.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { estimateAgg, isRefusal } from '../src/engine/index.js';
@@ -12,7 +12,7 @@ import { BANDS_FILE, groupKeys, type ErrorBandsFile, type ErrorGroup, type Error
 import { backendProfile } from '../src/engine/backends.js';
 import { estimateRow, parseCsv, rowConcurrency, rowDtypes, type Row, type RowInputs } from '../src/engine/rows.js';
 import { resolveRowInputs } from '../src/cli/context.js';
-import type { EngineContext, Estimate } from '../src/engine/types.js';
+import type { EngineContext, Estimate, TtftParts } from '../src/engine/types.js';
 import { dataPath, referencePath } from '../src/util/paths.js';
 import { measuredMeans, withoutMeasurements } from '../test/support/e2e-reference.js';
 import { rng } from '../src/util/rng.js';
@@ -38,6 +38,10 @@ interface Result {
   label?: string;
   /** What the estimate is a function of (inputKey); rows with the same key get the same prediction. */
   inputs?: string;
+  /** Where the predicted mean TTFT goes (--rows output, for error analysis). */
+  ttftParts?: TtftParts;
+  /** Concurrent clients of the row's benchmark. */
+  concurrency?: number;
 }
 
 const pct = (pred: number, meas: number) => (100 * (pred - meas)) / meas;
@@ -60,6 +64,8 @@ async function runDev(rows: Row[], perfData?: string): Promise<Result[]> {
     else {
       const { ttftMs: mt, tpotMs: mp } = measuredMeans(row);
       if (mt > 0) r.ttft = [e.metrics.ttftMs, mt];
+      r.ttftParts = e.ttftParts;
+      r.concurrency = e.metrics.concurrency;
       if (mp > 0) r.belowFloor = mp < 0.8 * floorOf(row, inp, e);
       if (mp > 0) r.tpot = [e.metrics.tpotMs, mp];
       // Throughput implied by the measured means at the same concurrency (closed loop).
@@ -177,6 +183,29 @@ function stats(errs: number[]): { n: number; mape: number; medae: number; p10: n
 }
 
 const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '-');
+const signed = (x: number) => (Number.isFinite(x) ? `${x >= 0 ? '+' : ''}${x.toFixed(1)}` : '-');
+
+/** Upper bounds of the concurrency bands of `loadTable`. */
+const LOAD_BANDS = [4, 16, 64, 256, Infinity];
+
+/**
+ * Error by load: median signed % error (positive = predicted above measured) and MAPE of the agg dev rows per
+ * concurrency band, so a bias that grows with load shows instead of averaging out.
+ */
+function loadTable(results: Result[]): void {
+  console.log('\n## agg dev rows by concurrency: median signed % error (+ = predicted above measured) and MAPE');
+  console.log('| group | rows | TTFT signed med | TTFT MAPE | TPOT signed med | TPOT MAPE |');
+  console.log('|---|---:|---:|---:|---:|---:|');
+  const label = (i: number) => (i === LOAD_BANDS.length - 1 ? `>${LOAD_BANDS[i - 1]}` : `${i === 0 ? 1 : LOAD_BANDS[i - 1]! + 1}-${LOAD_BANDS[i]}`);
+  const rows = results.filter((r) => r.mode === 'agg' && r.concurrency !== undefined && r.ttft && r.tpot);
+  // Keyed by band index so the bands print in order of load.
+  for (const [k, rs] of groupBy(rows, (r) => `${r.kind}|${LOAD_BANDS.findIndex((hi) => r.concurrency! <= hi)}`)) {
+    const [kind, band] = k.split('|');
+    const t = stats(rs.map((r) => pct(...r.ttft!)));
+    const p = stats(rs.map((r) => pct(...r.tpot!)));
+    console.log(`| ${kind} agg, ${label(Number(band))} clients | ${rs.length} | ${signed(t.bias)} | ${f1(t.mape)} | ${signed(p.bias)} | ${f1(p.mape)} |`);
+  }
+}
 
 /** Items by key, keys sorted. */
 function groupBy<T>(items: T[], key: (x: T) => string): [string, T[]][] {
@@ -319,6 +348,7 @@ async function main(): Promise<void> {
   table('dev rows by kind and mode (bundled families)', supported, (r) => `${r.kind} ${r.mode}`);
   samplingSpread(supported, (r) => `${r.kind} ${r.mode}`);
   recordedFloor(supported, (r) => `${r.kind} ${r.mode}`);
+  loadTable(supported);
   const consistent = supported.filter((r) => !r.belowFloor);
   console.log(`\n${supported.length - consistent.length} estimated rows report a TPOT below 0.8x the HBM floor of their recorded configuration ` +
     '(weights + KV read once per step: speculative decoding, or a batch/parallelism not as recorded). Without them:');
