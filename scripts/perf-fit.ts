@@ -115,7 +115,10 @@ for (const refSystem of systems) {
           const own = base.get(dtypeOf.get(g)!);
           if (own && own !== 'balanced') gm.distribution = own;
         }
-        const predict = (r: Row): number | undefined => modelLatency('moe', model, { ...r, distribution: undefined }, modelSolOf(OP_SPECS.moe, peaks, r));
+        const predict = (r: Row): number | undefined => {
+          const { distribution: _routing, ...balanced } = r;
+          return modelLatency('moe', model, balanced, modelSolOf(OP_SPECS.moe, peaks, r));
+        };
         for (const [g, routing] of fitMoeRouting(served, base, predict)) if (model.groups[g]) model.groups[g]!.routing = routing;
       }
       console.error(`${sys.name} ${src} ${op}: ${rows.length} rows, ${Object.keys(model.groups).length} groups, ${Date.now() - t0} ms`);

@@ -3,6 +3,7 @@
 import type { AggConfig, AggEstimate, EngineContext, MemoryPicture, ParallelLayout, Refusal } from '../../src/engine/types.js';
 import type { ModelSpec, SystemSpec } from '../../src/inputs/types.js';
 import type { GenerateEngine } from '../../src/search/generate.js';
+import { ttftPartsOf } from '../support/ttft-parts.js';
 
 export interface FakeModelOpts {
   weightsGiB: number;
@@ -103,6 +104,7 @@ export function fakeEngine(o: FakeModelOpts & { refuseTp?: number[] }): Generate
         mode: 'agg',
         config: c,
         replicas,
+        ttftParts: ttftPartsOf(200),
         metrics: {
           ttftMs: 200,
           tpotMs: tpot,

@@ -4,6 +4,7 @@ import type { Backend, ModelSpec } from '../../src/inputs/types.js';
 import type { AggEstimate, DisaggEstimate, EngineContext, MemoryPicture, MetricBands, ServingMetrics } from '../../src/engine/types.js';
 import type { PerfSource } from '../../src/perf/types.js';
 import type { ModeResult, RankedCandidate, SearchResult } from '../../src/search/types.js';
+import { ttftPartsOf } from '../support/ttft-parts.js';
 
 export const DENSE: ModelSpec = {
   id: 'Qwen/Qwen3-32B',
@@ -86,6 +87,7 @@ export function aggCandidate(tp: number, bs: number, replicas: number, ttft: num
     config: { tp, pp: 1, dp, moeTp: moe ? 1 : tp, moeEp: moe ? tp * dp : 1, batchSize: bs, maxNumTokens: 8192 },
     replicas,
     metrics: m,
+    ttftParts: ttftPartsOf(ttft),
     bands: bands(m),
     memory: memory(700000),
   };
@@ -109,6 +111,7 @@ export function disaggCandidate(p: { tp: number; workers: number }, d: { tp: num
       decode: { tp: d.tp, pp: 1, dp: 1, moeTp: d.tp, moeEp: 1, batchSize: d.bs, maxNumTokens: d.bs, workers: d.workers },
     },
     metrics: m,
+    ttftParts: ttftPartsOf(ttft),
     bands: bands(m),
     memory: { prefill: memory(600000), decode: memory(800000) },
     kvTransferMs: 12.5,

@@ -14,6 +14,7 @@ import type {
 } from '../../src/engine/types.js';
 import type { ModelSpec, SystemSpec } from '../../src/inputs/types.js';
 import type { SearchEngine } from '../../src/search/port.js';
+import { ttftPartsOf } from '../support/ttft-parts.js';
 
 export interface FakeKnobs {
   /** Weights of the whole model, GiB. */
@@ -101,7 +102,7 @@ export function fakeEngine(k: FakeKnobs = DEFAULT_KNOBS): SearchEngine & { calls
         concurrency: c.batchSize * replicas,
         gpus: gpus(c) * replicas,
       };
-      return { refused: false, mode: 'agg', config: c, replicas, metrics: m, bands: bands(m), memory: mem };
+      return { refused: false, mode: 'agg', config: c, replicas, metrics: m, ttftParts: ttftPartsOf(m.ttftMs), bands: bands(m), memory: mem };
     },
     estimateDisagg(ctx: EngineContext, c: DisaggConfig): DisaggEstimate | Refusal {
       engine.calls++;
@@ -128,7 +129,7 @@ export function fakeEngine(k: FakeKnobs = DEFAULT_KNOBS): SearchEngine & { calls
         concurrency: c.decode.batchSize * c.decode.workers,
         gpus: unit,
       };
-      return { refused: false, mode: 'disagg', config: c, metrics: m, bands: bands(m), memory: { prefill: mp, decode: md }, kvTransferMs: 2 };
+      return { refused: false, mode: 'disagg', config: c, metrics: m, ttftParts: ttftPartsOf(m.ttftMs), bands: bands(m), memory: { prefill: mp, decode: md }, kvTransferMs: 2 };
     },
     defaultMaxNumTokens: () => 8192,
   };
