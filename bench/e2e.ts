@@ -8,7 +8,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { estimateAgg, isRefusal } from '../src/engine/index.js';
 import { decodeFloorMs } from '../src/engine/memory.js';
-import { BANDS_FILE, groupKeys, type ErrorBandsFile, type ErrorGroup, type ErrorStat } from '../src/engine/bands.js';
+import { BANDS_FILE, band, groupKeys, statFor, type BandFit, type ErrorBandsFile, type ErrorGroup } from '../src/engine/bands.js';
 import { backendProfile } from '../src/engine/backends.js';
 import { estimateRow, parseCsv, rowConcurrency, rowDtypes, type Row, type RowInputs } from '../src/engine/rows.js';
 import { resolveRowInputs } from '../src/cli/context.js';
@@ -59,6 +59,8 @@ async function runDev(rows: Row[], perfData?: string): Promise<Result[]> {
     }
     r.family = inp.model.family;
     r.kind = inp.model.moe ? 'moe' : 'dense';
+    // The system as estimates name it (gb200 -> gb200_sxm): error bands are looked up by that name.
+    r.system = inp.system.name;
     const e = estimateRow(row, inp);
     if (isRefusal(e)) r.refused = `${e.constraint}: ${e.reason}`;
     else {
@@ -130,6 +132,7 @@ async function runOverview(rows: Row[], perfData?: string): Promise<Result[]> {
     }
     r.family = inp.model.family;
     r.kind = inp.model.moe ? 'moe' : 'dense';
+    r.system = inp.system.name;
     const gpus = Number(row.gpus) || 1;
     const par = /parallel=([A-Z]+)(\d+)/.exec(row.notes);
     const adp = /attention_dp=True/.test(row.notes);
@@ -166,20 +169,18 @@ async function runOverview(rows: Row[], perfData?: string): Promise<Result[]> {
   return out;
 }
 
-function stats(errs: number[]): { n: number; mape: number; medae: number; p10: number; p90: number; bias: number } {
+/** MAPE, median absolute and median signed (bias) % error. */
+function stats(errs: number[]): { n: number; mape: number; medae: number; bias: number } {
   const n = errs.length;
-  if (!n) return { n: 0, mape: NaN, medae: NaN, p10: NaN, p90: NaN, bias: NaN };
+  if (!n) return { n: 0, mape: NaN, medae: NaN, bias: NaN };
   const abs = errs.map(Math.abs).sort((a, b) => a - b);
   const s = [...errs].sort((a, b) => a - b);
-  const q = (arr: number[], p: number) => arr[Math.min(arr.length - 1, Math.max(0, Math.round(p * (arr.length - 1))))];
-  return {
-    n,
-    mape: abs.reduce((a, b) => a + b, 0) / n,
-    medae: q(abs, 0.5),
-    p10: q(s, 0.1),
-    p90: q(s, 0.9),
-    bias: q(s, 0.5),
-  };
+  return { n, mape: abs.reduce((a, b) => a + b, 0) / n, medae: quantile(abs, 0.5), bias: quantile(s, 0.5) };
+}
+
+/** The value at quantile p of sorted values (nearest rank). */
+function quantile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.round(p * (sorted.length - 1))))]!;
 }
 
 const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '-');
@@ -293,38 +294,133 @@ function samplingSpread(results: Result[], key: (r: Result) => string): void {
   }
 }
 
-function bandsFile(results: Result[]): ErrorBandsFile {
-  const acc = new Map<string, { ttft: number[]; tpot: number[]; throughput: number[] }>();
+type Metric = 'ttft' | 'tpot' | 'thr';
+const METRICS: Metric[] = ['ttft', 'tpot', 'thr'];
+const BAND_METRIC: Record<Metric, keyof ErrorGroup> = { ttft: 'ttft', tpot: 'tpot', thr: 'throughput' };
+/** What a band claims: this share of measured runs left out of its fit falls inside. */
+const BAND_COVERAGE = 0.8;
+/** Lower quantiles tried: the band spans [q, 1 - q] of its group's errors. */
+const QUANTILE_GRID = [0.1, 0.09, 0.08, 0.07, 0.06, 0.05, 0.04, 0.03, 0.02, 0.01];
+/** Rows a group needs before its own spread is used (else a coarser group's). */
+const MIN_ROWS_GRID = [8, 16, 32, 64, 128];
+const CALIBRATION_SEED = 1;
+const CHECK_SEED = 2;
+
+/** Error bands from `results`: the q and 1 - q quantiles of the signed % error per group and metric. */
+function bandsFile(results: Result[], fit: Record<Metric, BandFit>): ErrorBandsFile {
+  const acc = new Map<string, Record<Metric, number[]>>();
   for (const r of results) {
     if (r.refused || r.source !== 'dev') continue;
     for (const k of groupKeys(r.system, r.backend, r.family, r.mode)) {
-      if (!acc.has(k)) acc.set(k, { ttft: [], tpot: [], throughput: [] });
+      if (!acc.has(k)) acc.set(k, { ttft: [], tpot: [], thr: [] });
       const a = acc.get(k)!;
-      if (r.ttft) a.ttft.push(pct(...r.ttft));
-      if (r.tpot) a.tpot.push(pct(...r.tpot));
-      if (r.thr) a.throughput.push(pct(...r.thr));
+      for (const m of METRICS) if (r[m]) a[m].push(pct(...r[m]!));
     }
   }
   const groups: Record<string, ErrorGroup> = {};
-  const st = (e: number[]): ErrorStat | undefined => {
-    if (e.length < 3) return undefined;
-    const s = stats(e);
-    return { n: s.n, p10: Math.round(s.p10 * 10) / 10, p90: Math.round(s.p90 * 10) / 10 };
-  };
+  const round = (x: number) => Math.round(x * 10) / 10;
   for (const [k, a] of [...acc.entries()].sort()) {
     const g: ErrorGroup = {};
-    const t = st(a.ttft);
-    const p = st(a.tpot);
-    const h = st(a.throughput);
-    if (t) g.ttft = t;
-    if (p) g.tpot = p;
-    if (h) g.throughput = h;
+    for (const m of METRICS) {
+      if (a[m].length < 3) continue;
+      const s = [...a[m]].sort((x, y) => x - y);
+      g[BAND_METRIC[m]] = { n: s.length, low: round(quantile(s, fit[m].quantile)), high: round(quantile(s, 1 - fit[m].quantile)) };
+    }
     if (Object.keys(g).length) groups[k] = g;
   }
   return {
-    description: 'Signed % error (predicted - measured) / measured of end-to-end estimates: 10th/90th percentiles per group (system|backend|family|mode, * = any). Generated by npm run bench:e2e -- --write-bands.',
+    description:
+      'Signed % error (predicted - measured) / measured of end-to-end estimates per group (system|backend|family|mode, * = any): ' +
+      'low and high are its quantiles q and 1 - q; per metric, fit gives q and the rows a group needs before its own spread is ' +
+      `used, chosen as the narrowest bands that hold ${100 * BAND_COVERAGE}% of dev rows left out of their fit. ` +
+      'Generated by npm run bench:e2e -- --write-bands.',
+    fit: { ttft: fit.ttft, tpot: fit.tpot, throughput: fit.thr },
     groups,
   };
+}
+
+/** Rows inside the band an estimate would show from `file` (the lookup of bandsFor), and their mean log width. */
+function inside(file: ErrorBandsFile, rs: Result[], m: Metric): { inside: number; n: number; logWidth: number } {
+  const c = { inside: 0, n: 0, logWidth: 0 };
+  for (const r of rs) {
+    if (!r[m]) continue;
+    const [pred, meas] = r[m]!;
+    const b = band(pred, statFor(file, groupKeys(r.system, r.backend, r.family, r.mode), BAND_METRIC[m]));
+    c.n++;
+    if (meas >= b.low && meas <= b.high) c.inside++;
+    c.logWidth += Math.log(b.high / b.low);
+  }
+  return c;
+}
+
+/** A stable half of the rows per seed: identical recorded configurations fall in the same half. */
+function halfOf(r: Result, seed: number): number {
+  let h = 2166136261 ^ seed;
+  for (const ch of r.inputs ?? r.label ?? '') h = Math.imul(h ^ ch.charCodeAt(0), 16777619);
+  return (h >>> 0) % 2;
+}
+
+/** Bands fitted on each half's complement (two-fold): `files[h]` serves the rows of half h. */
+function foldFiles(rows: Result[], fit: Record<Metric, BandFit>, seed: number): ErrorBandsFile[] {
+  return [0, 1].map((h) => bandsFile(rows.filter((r) => halfOf(r, seed) !== h), fit));
+}
+
+/** Rows of `rows` against the bands of the other half (`foldFiles`), both halves pooled. */
+function heldOut(files: ErrorBandsFile[], rows: Result[], m: Metric, seed: number) {
+  const sum = { inside: 0, n: 0, logWidth: 0 };
+  for (const h of [0, 1]) {
+    const c = inside(files[h]!, rows.filter((r) => halfOf(r, seed) === h), m);
+    sum.inside += c.inside;
+    sum.n += c.n;
+    sum.logWidth += c.logWidth;
+  }
+  return sum;
+}
+
+/**
+ * Per metric, the narrowest bands (mean log width over the held-out rows) that hold BAND_COVERAGE of the rows
+ * left out of their fit; the widest tried when none does.
+ */
+function calibrateBands(rows: Result[]): Record<Metric, BandFit> {
+  const best = {} as Record<Metric, { fit: BandFit; width: number } | undefined>;
+  for (const quantile of QUANTILE_GRID) {
+    const byQuantile = { quantile, minRows: 0 };
+    const folds = foldFiles(rows, { ttft: byQuantile, tpot: byQuantile, thr: byQuantile }, CALIBRATION_SEED);
+    for (const minRows of MIN_ROWS_GRID) {
+      const fit = { quantile, minRows };
+      // The groups depend on the quantile only; the row threshold acts at lookup.
+      const files = folds.map((f) => ({ ...f, fit: { ttft: fit, tpot: fit, throughput: fit } }));
+      for (const m of METRICS) {
+        const c = heldOut(files, rows, m, CALIBRATION_SEED);
+        if (c.inside >= BAND_COVERAGE * c.n && (!best[m] || c.logWidth < best[m]!.width)) best[m] = { fit, width: c.logWidth };
+      }
+    }
+  }
+  const widest = { quantile: QUANTILE_GRID[QUANTILE_GRID.length - 1]!, minRows: MIN_ROWS_GRID[MIN_ROWS_GRID.length - 1]! };
+  return { ttft: best.ttft?.fit ?? widest, tpot: best.tpot?.fit ?? widest, thr: best.thr?.fit ?? widest };
+}
+
+/**
+ * Whether the bands say what they claim: the share of dev rows inside their band, with bands from all rows
+ * (in sample) and from the other half of the rows only, on a split other than the calibration's (held out).
+ */
+function bandCoverage(rows: Result[], fit: Record<Metric, BandFit>, key: (r: Result) => string): void {
+  const label = METRICS.map((m) => `${m} q ${fit[m].quantile}, ${fit[m].minRows}+ rows`).join('; ');
+  console.log(`\n## error bands (${label}): share of dev rows inside their band, in sample / held out`);
+  console.log('| group | rows | TTFT | TPOT | thr |');
+  console.log('|---|---:|---:|---:|---:|');
+  const all = bandsFile(rows, fit);
+  const folds = foldFiles(rows, fit, CHECK_SEED);
+  const share = (c: { inside: number; n: number }) => (c.n ? `${Math.round((100 * c.inside) / c.n)}%` : '-');
+  for (const [k, rs] of groupBy(rows, key)) {
+    const cells = METRICS.map((m) => `${share(inside(all, rs, m))} / ${share(heldOut(folds, rs, m, CHECK_SEED))}`);
+    console.log(`| ${k} | ${rs.length} | ${cells.join(' | ')} |`);
+  }
+  const widths = METRICS.map((m) => {
+    const c = inside(all, rows, m);
+    return `${m} x${Math.exp(c.logWidth / c.n).toFixed(2)}`;
+  });
+  console.log(`\nBand width (high / low, geometric mean over the rows): ${widths.join(', ')}`);
 }
 
 async function main(): Promise<void> {
@@ -349,6 +445,9 @@ async function main(): Promise<void> {
   samplingSpread(supported, (r) => `${r.kind} ${r.mode}`);
   recordedFloor(supported, (r) => `${r.kind} ${r.mode}`);
   loadTable(supported);
+  const fitted = supported.filter((r) => !r.refused);
+  const bandFit = calibrateBands(fitted);
+  bandCoverage(fitted, bandFit, (r) => `${r.kind} ${r.mode}`);
   const consistent = supported.filter((r) => !r.belowFloor);
   console.log(`\n${supported.length - consistent.length} estimated rows report a TPOT below 0.8x the HBM floor of their recorded configuration ` +
     '(weights + KV read once per step: speculative decoding, or a batch/parallelism not as recorded). Without them:');
@@ -381,7 +480,7 @@ async function main(): Promise<void> {
   }
   if (args.includes('--write-bands') && !perfData) {
     const p = dataPath(BANDS_FILE);
-    writeFileSync(p, JSON.stringify(bandsFile(devRes), null, 1) + '\n');
+    writeFileSync(p, JSON.stringify(bandsFile(fitted, bandFit), null, 1) + '\n');
     console.log(`\nwrote ${p}`);
   }
 }

@@ -137,7 +137,7 @@ function printEstimate(est: Estimate, title: string, calibration: string): void 
     const d = est.config.decode;
     lines.push(`mode disagg: ${p.workers} prefill x (tp ${p.tp} pp ${p.pp} dp ${p.dp}, batch ${p.batchSize}) + ${d.workers} decode x (tp ${d.tp} pp ${d.pp} dp ${d.dp}, batch ${d.batchSize})`);
   }
-  lines.push(`concurrency ${m.concurrency} on ${m.gpus} GPUs   (band: 80% of measured runs of this family fall inside)`);
+  lines.push(`concurrency ${m.concurrency} on ${m.gpus} GPUs   (band: 80% of measured runs left out of its fit fall inside)`);
   lines.push(`  TTFT             ${fmtBand(m.ttftMs, b.ttftMs, 1)} ms`);
   lines.push(`  TPOT             ${fmtBand(m.tpotMs, b.tpotMs, 2)} ms`);
   lines.push(`  request latency  ${fmtBand(m.requestLatencyMs, b.requestLatencyMs, 0)} ms`);
