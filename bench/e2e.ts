@@ -353,11 +353,22 @@ function inside(file: ErrorBandsFile, rs: Result[], m: Metric): { inside: number
   return c;
 }
 
-/** A stable half of the rows per seed: identical recorded configurations fall in the same half. */
+const halves = new Map<number, WeakMap<Result, number>>();
+
+/**
+ * A stable half of the rows per seed: identical recorded configurations fall in the same half. Hashed once per
+ * row and seed (the calibration asks for every candidate band).
+ */
 function halfOf(r: Result, seed: number): number {
-  let h = 2166136261 ^ seed;
-  for (const ch of r.inputs ?? r.label ?? '') h = Math.imul(h ^ ch.charCodeAt(0), 16777619);
-  return (h >>> 0) % 2;
+  let bySeed = halves.get(seed);
+  if (!bySeed) halves.set(seed, (bySeed = new WeakMap()));
+  let half = bySeed.get(r);
+  if (half === undefined) {
+    let h = 2166136261 ^ seed;
+    for (const ch of r.inputs ?? r.label ?? '') h = Math.imul(h ^ ch.charCodeAt(0), 16777619);
+    bySeed.set(r, (half = (h >>> 0) % 2));
+  }
+  return half;
 }
 
 /** Bands fitted on each half's complement (two-fold): `files[h]` serves the rows of half h. */

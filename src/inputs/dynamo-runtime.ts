@@ -31,4 +31,3 @@ export function trtllmReleaseOf(version: string): string {
 export function engineRelease(backend: Backend, version: string): string {
   return backend === 'trtllm' ? trtllmReleaseOf(version) : version;
 }
-

@@ -67,6 +67,7 @@ export function flagVars(plan: DeployPlan, g: WorkerGroup, ports: WorkerPorts = 
   const l = g.layout;
   const q = quantization(plan);
   const file = engineConfigFile(plan, g);
+  const balanceIters = adpBalanceTimeoutIters(plan.backend, plan.version);
   return {
     model: plan.modelId,
     role: g.role,
@@ -88,7 +89,7 @@ export function flagVars(plan: DeployPlan, g: WorkerGroup, ports: WorkerPorts = 
     bootstrap_port: ports.bootstrapPort,
     kv_event_port: ports.kvEventPort,
     nixl_side_channel_port: ports.nixlSideChannelPort,
-    adp_balance_timeout_iters: () => adpBalanceTimeoutIters(plan.backend, plan.version) ?? 0,
+    adp_balance_timeout_iters: balanceIters ?? 0,
     agg: g.role === 'agg',
     prefill: g.role === 'prefill',
     decode: g.role === 'decode',
@@ -96,7 +97,7 @@ export function flagVars(plan: DeployPlan, g: WorkerGroup, ports: WorkerPorts = 
     prefix_caching: plan.prefix > 0,
     expert_parallel: l.moeEp > 1,
     attention_dp: l.dp > 1,
-    adp_balance: adpBalanceTimeoutIters(plan.backend, plan.version) !== undefined,
+    adp_balance: balanceIters !== undefined,
     moe: plan.isMoe,
     'dynamo_0.9': plan.dynamo === '0.9',
     'dynamo_1.x': plan.dynamo === '1.x',
