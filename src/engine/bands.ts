@@ -1,7 +1,8 @@
 // Error bands: the spread of signed % error measured by `npm run bench:e2e` for the estimate's family,
 // with fallbacks from (system, backend, family, mode) to coarser groups. The spread's quantiles are chosen so
 // that 80% of measured runs left out of the fit fall inside (runs of one family err alike, so a group's own
-// 10-90% range holds fewer new runs). The data file holds aggregate statistics only.
+// 10-90% range holds fewer new runs). A kind and mode (MoE agg, ...) whose errors are narrower than the others'
+// has a table of its own; the rest share one. The data file holds aggregate statistics only.
 import { existsSync, readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { dataPath } from '../util/paths.js';
@@ -12,14 +13,19 @@ const statSchema = z.object({ n: z.number(), low: z.number(), high: z.number() }
 /** How a metric's bands were fitted: the quantiles [q, 1 - q] and the rows a group needs to be used. */
 const fitSchema = z.object({ quantile: z.number(), minRows: z.number() });
 const groupSchema = z.object({ ttft: statSchema.optional(), tpot: statSchema.optional(), throughput: statSchema.optional() });
-const fileSchema = z.object({
-  description: z.string(),
+const tableSchema = z.object({
   fit: z.object({ ttft: fitSchema, tpot: fitSchema, throughput: fitSchema }),
   groups: z.record(z.string(), groupSchema),
+});
+/** `tables['*']` serves every kind and mode without a table of its own (`tables['moe agg']`, ...). */
+const fileSchema = z.object({
+  description: z.string(),
+  tables: z.record(z.string(), tableSchema).refine((t) => '*' in t, { message: 'no shared table "*"' }),
 });
 export type ErrorStat = z.infer<typeof statSchema>;
 export type BandFit = z.infer<typeof fitSchema>;
 export type ErrorGroup = z.infer<typeof groupSchema>;
+export type BandTable = z.infer<typeof tableSchema>;
 export type ErrorBandsFile = z.infer<typeof fileSchema>;
 
 export const BANDS_FILE = 'error-bands.json';
@@ -49,12 +55,17 @@ export function groupKeys(system: string, backend: string, family: string, mode:
   ];
 }
 
+/** The table that serves estimates of a kind (dense or moe) and mode. */
+export function tableFor(file: ErrorBandsFile, kind: string, mode: string): BandTable {
+  return file.tables[`${kind} ${mode}`] ?? file.tables['*']!;
+}
+
 /** The finest group of `keys` with the rows the metric's fit asks for (a deliberately wide band when none has). */
-export function statFor(file: ErrorBandsFile | null, keys: string[], metric: keyof ErrorGroup): ErrorStat {
-  if (file) {
+export function statFor(table: BandTable | null, keys: string[], metric: keyof ErrorGroup): ErrorStat {
+  if (table) {
     for (const k of keys) {
-      const s = file.groups[k]?.[metric];
-      if (s && s.n >= file.fit[metric].minRows) return s;
+      const s = table.groups[k]?.[metric];
+      if (s && s.n >= table.fit[metric].minRows) return s;
     }
   }
   return FALLBACK;
@@ -79,7 +90,8 @@ function statsOf(ctx: EngineContext, mode: 'agg' | 'disagg') {
   if (!v) {
     const keys = groupKeys(ctx.system.name, ctx.backend, ctx.model.family, mode);
     const file = loadBands();
-    v = m[mode] = { ttft: statFor(file, keys, 'ttft'), tpot: statFor(file, keys, 'tpot'), thr: statFor(file, keys, 'throughput') };
+    const table = file && tableFor(file, ctx.model.moe ? 'moe' : 'dense', mode);
+    v = m[mode] = { ttft: statFor(table, keys, 'ttft'), tpot: statFor(table, keys, 'tpot'), thr: statFor(table, keys, 'throughput') };
   }
   return v;
 }

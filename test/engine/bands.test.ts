@@ -1,9 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { band, groupKeys, loadBands, statFor, type ErrorBandsFile } from '../../src/engine/bands.js';
+import { band, groupKeys, loadBands, statFor, tableFor, type BandTable } from '../../src/engine/bands.js';
 
 const fit = { quantile: 0.1, minRows: 20 };
-const file: ErrorBandsFile = {
-  description: 'test',
+const table: BandTable = {
   fit: { ttft: fit, tpot: fit, throughput: fit },
   groups: {
     'h200_sxm|vllm|llama|agg': { ttft: { n: 12, low: -10, high: 10 } },
@@ -12,23 +11,36 @@ const file: ErrorBandsFile = {
 };
 
 describe('error bands', () => {
-  it('the shipped file is in the format the estimates read, with a fit per metric', () => {
+  it('the shipped file is in the format the estimates read, with a fit per table and metric', () => {
     const shipped = loadBands();
     expect(shipped).not.toBeNull();
-    for (const m of ['ttft', 'tpot', 'throughput'] as const) {
-      expect(shipped!.fit[m].quantile).toBeGreaterThan(0);
-      expect(shipped!.fit[m].quantile).toBeLessThan(0.5);
-      expect(shipped!.groups['*|*|*|*']![m]!.n).toBeGreaterThanOrEqual(shipped!.fit[m].minRows);
+    for (const t of Object.values(shipped!.tables)) {
+      for (const m of ['ttft', 'tpot', 'throughput'] as const) {
+        expect(t.fit[m].quantile).toBeGreaterThan(0);
+        expect(t.fit[m].quantile).toBeLessThan(0.5);
+      }
     }
+    // The shared table answers every mode from a group as large as its fit asks.
+    for (const m of ['ttft', 'tpot', 'throughput'] as const) {
+      expect(shipped!.tables['*']!.groups['*|*|*|*']![m]!.n).toBeGreaterThanOrEqual(shipped!.tables['*']!.fit[m].minRows);
+    }
+  });
+
+  it('a kind and mode without a table of its own reads the shared one', () => {
+    const own = { ...table, groups: {} };
+    const file = { description: 'test', tables: { '*': table, 'moe agg': own } };
+    expect(tableFor(file, 'moe', 'agg')).toBe(own);
+    expect(tableFor(file, 'dense', 'agg')).toBe(table);
+    expect(tableFor(file, 'moe', 'disagg')).toBe(table);
   });
 
   it('a group with fewer rows than the fit asks for gives way to a coarser one', () => {
     const keys = groupKeys('h200_sxm', 'vllm', 'llama', 'agg');
-    expect(statFor(file, keys, 'ttft')).toMatchObject({ low: -30, high: 20 });
-    const lenient = { ...file, fit: { ...file.fit, ttft: { quantile: 0.1, minRows: 8 } } };
+    expect(statFor(table, keys, 'ttft')).toMatchObject({ low: -30, high: 20 });
+    const lenient = { ...table, fit: { ...table.fit, ttft: { quantile: 0.1, minRows: 8 } } };
     expect(statFor(lenient, keys, 'ttft')).toMatchObject({ low: -10, high: 10 });
     // No group at all: a deliberately wide band.
-    expect(statFor(file, keys, 'tpot')).toMatchObject({ low: -35, high: 35 });
+    expect(statFor(table, keys, 'tpot')).toMatchObject({ low: -35, high: 35 });
   });
 
   it('the band turns the error quantiles into a range for the measured value around the prediction', () => {
