@@ -60,15 +60,23 @@ export function tableFor(file: ErrorBandsFile, kind: string, mode: string): Band
   return file.tables[`${kind} ${mode}`] ?? file.tables['*']!;
 }
 
-/** The finest group of `keys` with the rows the metric's fit asks for (a deliberately wide band when none has). */
-export function statFor(table: BandTable | null, keys: string[], metric: keyof ErrorGroup): ErrorStat {
+/** A band's error statistics and the group they come from (none: the deliberately wide fallback). */
+type Found = { stat: ErrorStat; key?: string };
+
+/** The finest group of `keys` with the rows the metric's fit asks for. */
+function lookup(table: BandTable | null, keys: string[], metric: keyof ErrorGroup): Found {
   if (table) {
-    for (const k of keys) {
-      const s = table.groups[k]?.[metric];
-      if (s && s.n >= table.fit[metric].minRows) return s;
+    for (const key of keys) {
+      const stat = table.groups[key]?.[metric];
+      if (stat && stat.n >= table.fit[metric].minRows) return { stat, key };
     }
   }
-  return FALLBACK;
+  return { stat: FALLBACK };
+}
+
+/** The finest group of `keys` with the rows the metric's fit asks for (a deliberately wide band when none has). */
+export function statFor(table: BandTable | null, keys: string[], metric: keyof ErrorGroup): ErrorStat {
+  return lookup(table, keys, metric).stat;
 }
 
 /**
@@ -81,7 +89,7 @@ export function band(pred: number, s: ErrorStat): Band {
   return { low: Math.min(lo, hi, pred), high: Math.max(lo, hi, pred) };
 }
 
-const statMemo = new WeakMap<EngineContext, Record<string, { ttft: ErrorStat; tpot: ErrorStat; thr: ErrorStat }>>();
+const statMemo = new WeakMap<EngineContext, Record<string, { ttft: Found; tpot: Found; thr: Found; ownTable: boolean }>>();
 
 function statsOf(ctx: EngineContext, mode: 'agg' | 'disagg') {
   let m = statMemo.get(ctx);
@@ -90,17 +98,39 @@ function statsOf(ctx: EngineContext, mode: 'agg' | 'disagg') {
   if (!v) {
     const keys = groupKeys(ctx.system.name, ctx.backend, ctx.model.family, mode);
     const file = loadBands();
-    const table = file && tableFor(file, ctx.model.moe ? 'moe' : 'dense', mode);
-    v = m[mode] = { ttft: statFor(table, keys, 'ttft'), tpot: statFor(table, keys, 'tpot'), thr: statFor(table, keys, 'throughput') };
+    const kind = ctx.model.moe ? 'moe' : 'dense';
+    const table = file && tableFor(file, kind, mode);
+    v = m[mode] = {
+      ttft: lookup(table, keys, 'ttft'), tpot: lookup(table, keys, 'tpot'), thr: lookup(table, keys, 'throughput'),
+      ownTable: !!file?.tables[`${kind} ${mode}`],
+    };
   }
   return v;
 }
 
+/**
+ * Which measured runs each band comes from, in words ("deepseek_v3 agg runs on b200_sxm with trtllm (153)") or,
+ * where no group has enough runs, the wide fallback.
+ */
+export function bandBasisFor(ctx: EngineContext, mode: 'agg' | 'disagg'): { ttft: string; tpot: string; throughput: string } {
+  const s = statsOf(ctx, mode);
+  const kind = ctx.model.moe ? 'MoE' : 'dense';
+  const words = (f: Found): string => {
+    if (!f.key) return `no group with enough measured runs: +-${FALLBACK.high}%`;
+    const [system, backend, family, groupMode] = f.key.split('|');
+    // A table of the kind's own holds that kind's runs only, so its coarse groups are of that kind.
+    const what = family !== '*' ? family : s.ownTable ? kind : 'all';
+    const on = `on ${system === '*' ? 'any system' : system} with ${backend === '*' ? 'any engine' : backend}`;
+    return `${what} ${groupMode === '*' ? 'agg and disagg' : groupMode} runs ${on} (${f.stat.n})`;
+  };
+  return { ttft: words(s.ttft), tpot: words(s.tpot), throughput: words(s.thr) };
+}
+
 export function bandsFor(ctx: EngineContext, mode: 'agg' | 'disagg', m: ServingMetrics): MetricBands {
-  const { ttft, tpot, thr } = statsOf(ctx, mode);
-  const thrBand = band(m.tokPerSPerGpu, thr);
-  const tpotBand = band(m.tpotMs, tpot);
-  const ttftBand = band(m.ttftMs, ttft);
+  const s = statsOf(ctx, mode);
+  const thrBand = band(m.tokPerSPerGpu, s.thr.stat);
+  const tpotBand = band(m.tpotMs, s.tpot.stat);
+  const ttftBand = band(m.ttftMs, s.ttft.stat);
   const decodeMs = m.requestLatencyMs - m.ttftMs;
   return {
     ttftMs: ttftBand,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { band, groupKeys, loadBands, statFor, tableFor, type BandTable } from '../../src/engine/bands.js';
+import { band, bandBasisFor, groupKeys, loadBands, statFor, tableFor, type BandTable } from '../../src/engine/bands.js';
+import { testCtx } from './helpers.js';
 
 const fit = { quantile: 0.1, minRows: 20 };
 const table: BandTable = {
@@ -52,5 +53,15 @@ describe('error bands', () => {
     const oneSided = band(100, { n: 40, low: 5, high: 40 });
     expect(oneSided.low).toBeLessThan(100);
     expect(oneSided.high).toBe(100);
+  });
+
+  it('an estimate says which measured runs its bands come from', () => {
+    // A family, system and engine with runs of their own: the finest group.
+    const ds = bandBasisFor(testCtx('deepseek-ai/DeepSeek-R1', { system: 'b200_sxm', backend: 'trtllm', version: '1.2.0rc5' }), 'agg');
+    expect(ds.ttft).toMatch(/^deepseek_v3 agg runs on b200_sxm with trtllm \(\d+\)$/);
+    // A family without runs: a coarser group, named for what it holds.
+    const mixtral = bandBasisFor(testCtx('mistralai/Mixtral-8x7B-v0.1', { system: 'l40s', backend: 'vllm' }), 'agg');
+    expect(mixtral.ttft).not.toContain('mixtral');
+    expect(mixtral.ttft).toMatch(/^(MoE|all) agg runs on any system with (vllm|any engine) \(\d+\)$/);
   });
 });

@@ -6,7 +6,7 @@ import { log, positiveInt, printJson, runAction } from '../common.js';
 import { addGlobalOptions, addModelSystemOptions, addWorkloadOptions, readCommonInputs, relaxModelSystem } from '../options.js';
 import { loadEngineContext, resolveRowInputs } from '../context.js';
 import { calibrationText } from '../../search/search.js';
-import { estimateAgg, estimateDisagg, isRefusal, profileOf } from '../../engine/index.js';
+import { bandBasisFor, estimateAgg, estimateDisagg, isRefusal, profileOf } from '../../engine/index.js';
 import { estimateRow, parseCsv, PREDICTED_COLUMNS, predictedCells } from '../../engine/rows.js';
 import type { AggConfig, DisaggConfig, EngineContext, Estimate, MemoryPicture, MetricBands, PoolConfig, ServingMetrics, TtftParts } from '../../engine/types.js';
 import { InputError, UnsupportedError } from '../../util/errors.js';
@@ -98,12 +98,13 @@ async function single(o: Opts): Promise<number> {
   if (isRefusal(est)) {
     throw new UnsupportedError(`${est.constraint === 'memory' ? 'does not fit' : 'not runnable'}: ${est.reason}`, est);
   }
+  const bandBasis = bandBasisFor(ctx, est.mode);
   if (o.json) {
-    printJson({ model: ctx.model.id, system: ctx.system.name, backend: ctx.backend, version: ctx.version, workload: ctx.workload, calibration, estimate: est });
+    printJson({ model: ctx.model.id, system: ctx.system.name, backend: ctx.backend, version: ctx.version, workload: ctx.workload, calibration, estimate: est, bandBasis });
     return 0;
   }
   printEstimate(est, `${ctx.model.id} on ${ctx.system.name}, ${ctx.backend} ${ctx.version}, isl ${inputs.isl} osl ${inputs.osl}` +
-    (inputs.prefix ? ` prefix ${inputs.prefix}` : ''), calibration);
+    (inputs.prefix ? ` prefix ${inputs.prefix}` : ''), calibration, bandBasis);
   return 0;
 }
 
@@ -124,7 +125,7 @@ const TTFT_PART_LABELS: Record<keyof TtftParts, string> = {
   handout: 'first-token hand-out',
 };
 
-function printEstimate(est: Estimate, title: string, calibration: string): void {
+function printEstimate(est: Estimate, title: string, calibration: string, basis: ReturnType<typeof bandBasisFor>): void {
   const m: ServingMetrics = est.metrics;
   const b: MetricBands = est.bands;
   const lines: string[] = [];
@@ -144,6 +145,14 @@ function printEstimate(est: Estimate, title: string, calibration: string): void 
   lines.push(`  tokens/s/GPU     ${fmtBand(m.tokPerSPerGpu, b.tokPerSPerGpu, 1)}`);
   lines.push(`  tokens/s/user    ${fmtBand(m.tokPerSPerUser, b.tokPerSPerUser, 1)}`);
   lines.push(`  output tokens/s  ${m.outputTokPerS.toFixed(1)}   requests/s ${m.requestsPerS.toFixed(3)}`);
+  // Where the bands come from: the finest group of measured runs with enough of them.
+  const same = basis.ttft === basis.tpot && basis.tpot === basis.throughput;
+  if (same) lines.push(`  bands from       ${basis.ttft}`);
+  else {
+    lines.push(`  bands from       TTFT: ${basis.ttft}`);
+    lines.push(`                   TPOT: ${basis.tpot}`);
+    lines.push(`                   tokens/s: ${basis.throughput}`);
+  }
   if (est.mode === 'disagg') lines.push(`  KV transfer      ${est.kvTransferMs.toFixed(2)} ms per request`);
   const mems: [string, MemoryPicture][] = est.mode === 'agg' ? [['memory per GPU', est.memory]] : [['prefill memory per GPU', est.memory.prefill], ['decode memory per GPU', est.memory.decode]];
   for (const [label, mem] of mems) {
