@@ -27,6 +27,8 @@ export type BandFit = z.infer<typeof fitSchema>;
 export type ErrorGroup = z.infer<typeof groupSchema>;
 export type BandTable = z.infer<typeof tableSchema>;
 export type ErrorBandsFile = z.infer<typeof fileSchema>;
+/** The measured runs each band of an estimate comes from, in words. */
+export type BandBasis = { ttft: string; tpot: string; throughput: string };
 
 export const BANDS_FILE = 'error-bands.json';
 /** Used when no group has enough rows: a deliberately wide band. */
@@ -112,7 +114,7 @@ function statsOf(ctx: EngineContext, mode: 'agg' | 'disagg') {
  * Which measured runs each band comes from, in words ("deepseek_v3 agg runs on b200_sxm with trtllm (153)") or,
  * where no group has enough runs, the wide fallback.
  */
-export function bandBasisFor(ctx: EngineContext, mode: 'agg' | 'disagg'): { ttft: string; tpot: string; throughput: string } {
+export function bandBasisFor(ctx: EngineContext, mode: 'agg' | 'disagg'): BandBasis {
   const s = statsOf(ctx, mode);
   const kind = ctx.model.moe ? 'MoE' : 'dense';
   const words = (f: Found): string => {

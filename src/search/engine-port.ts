@@ -10,4 +10,5 @@ export const realEngine: SearchEngine = {
   layoutRule: engine.layoutRule,
   disaggRule: engine.disaggRule,
   defaultMaxNumTokens: (ctx: EngineContext) => engine.profileOf(ctx).maxNumTokens,
+  bandBasis: engine.bandBasisFor,
 };

@@ -10,6 +10,7 @@ import type {
   ParallelLayout,
   Refusal,
 } from '../engine/types.js';
+import type { BandBasis } from '../engine/bands.js';
 
 export type Role = 'agg' | 'prefill' | 'decode';
 
@@ -24,6 +25,8 @@ export interface SearchEngine {
   disaggRule(ctx: EngineContext, config: DisaggConfig): string | null;
   /** The backend's default step token budget (max-num-batched-tokens). */
   defaultMaxNumTokens(ctx: EngineContext): number;
+  /** The measured runs an estimate's error bands come from (the real engine's error bands). */
+  bandBasis?(ctx: EngineContext, mode: 'agg' | 'disagg'): BandBasis;
 }
 
 // The engine's own helpers (rules.ts and types only: no engine code is loaded for a fake engine).

@@ -29,6 +29,7 @@ export function runSearchWith(engine: SearchEngine, ctx: EngineContext, spec: Se
       sla: spec.sla,
       calibratedOn: calibrationText(ctx),
       topN: spec.topN,
+      ...(engine.bandBasis && { bandBasis: { agg: engine.bandBasis(ctx, 'agg'), disagg: engine.bandBasis(ctx, 'disagg') } }),
     },
     agg,
     disagg,

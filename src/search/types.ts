@@ -1,6 +1,7 @@
 // What a search returns; output/ renders it, cli/ prints it as JSON.
 import type { Backend, Sla, Workload } from '../inputs/types.js';
 import type { AggEstimate, DisaggEstimate } from '../engine/types.js';
+import type { BandBasis } from '../engine/bands.js';
 
 export type Mode = 'agg' | 'disagg';
 
@@ -61,6 +62,8 @@ export interface SearchInputs {
   sla: Sla;
   calibratedOn: string;
   topN: number;
+  /** Which measured runs the error bands of each mode come from (absent with an engine that has no bands). */
+  bandBasis?: { agg: BandBasis; disagg: BandBasis };
 }
 
 export interface SearchResult {

@@ -46,6 +46,9 @@ describe.skipIf(!TABLES)('configure default', () => {
     expect(doc.verdict.text).toMatch(/^(agg|disagg) wins: /);
     expect(doc.agg.top.length).toBeGreaterThan(0);
     expect(doc.agg.top[0]).toHaveProperty('bands.ttftMs.low');
+    // Which measured runs the bands of each mode come from.
+    expect(doc.inputs.bandBasis.agg.ttft).toMatch(/agg runs on .* \(\d+\)$/);
+    expect(doc.inputs.bandBasis.disagg.tpot).toMatch(/disagg runs on .* \(\d+\)$/);
     expect(doc.agg.frontier.length).toBeGreaterThan(0);
     expect(doc.evaluated).toBe(doc.agg.evaluated + doc.disagg.evaluated);
     expect(doc.elapsed.searchMs).toBeGreaterThan(0);
