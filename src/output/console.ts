@@ -71,7 +71,7 @@ function describe(c: RankedCandidate): string {
 }
 
 /** The measured runs behind the bands: one group, or one per metric where they differ. */
-export function basisText(b: BandBasis): string {
+function basisText(b: BandBasis): string {
   return b.ttft === b.tpot && b.tpot === b.throughput ? b.ttft : `TTFT: ${b.ttft}; TPOT: ${b.tpot}; tokens/s: ${b.throughput}`;
 }
 
