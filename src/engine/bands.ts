@@ -128,6 +128,12 @@ export function bandBasisFor(ctx: EngineContext, mode: 'agg' | 'disagg'): BandBa
   return { ttft: words(s.ttft), tpot: words(s.tpot), throughput: words(s.thr) };
 }
 
+/** A band basis for display: one group when every metric shares it, else one line per metric. */
+export function basisLines(b: BandBasis): string[] {
+  if (b.ttft === b.tpot && b.tpot === b.throughput) return [b.ttft];
+  return [`TTFT: ${b.ttft}`, `TPOT: ${b.tpot}`, `tokens/s: ${b.throughput}`];
+}
+
 export function bandsFor(ctx: EngineContext, mode: 'agg' | 'disagg', m: ServingMetrics): MetricBands {
   const s = statsOf(ctx, mode);
   const thrBand = band(m.tokPerSPerGpu, s.thr.stat);

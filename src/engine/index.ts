@@ -1,7 +1,7 @@
 // Public API of the inference model. Search, output and the CLI call exactly these.
 import { aggMemory, aggPoint } from './agg.js';
 import { bandsFor } from './bands.js';
-export { bandBasisFor, type BandBasis } from './bands.js';
+export { bandBasisFor, basisLines, type BandBasis } from './bands.js';
 import { disaggMemory, disaggPoint, gpusOfPool } from './disagg.js';
 import { memoryPicture } from './memory.js';
 import { cachedStep } from './steps.js';

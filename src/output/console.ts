@@ -3,7 +3,7 @@ import Table from 'cli-table3';
 import { PLAIN_STYLE } from './table.js';
 import { Chalk } from 'chalk';
 import type { AggEstimate, Band, DisaggEstimate } from '../engine/types.js';
-import type { BandBasis } from '../engine/bands.js';
+import { basisLines } from '../engine/bands.js';
 import type { ModeResult, RankedCandidate, SearchResult } from '../search/types.js';
 import type { NoFeasibleDetail } from '../search/explain.js';
 import type { Recommendation, RecommendResult } from '../search/recommend.js';
@@ -70,11 +70,6 @@ function describe(c: RankedCandidate): string {
   return `disagg ${d.prefill.workers} x prefill ${pName} (bs ${d.prefill.batchSize}) + ${d.decode.workers} x decode ${dName} (bs ${d.decode.batchSize}), ${r} replica${r > 1 ? 's' : ''} x ${c.gpusUsed / r} GPUs`;
 }
 
-/** The measured runs behind the bands: one group, or one per metric where they differ. */
-function basisText(b: BandBasis): string {
-  return b.ttft === b.tpot && b.tpot === b.throughput ? b.ttft : `TTFT: ${b.ttft}; TPOT: ${b.tpot}; tokens/s: ${b.throughput}`;
-}
-
 export function renderResultsBox(result: SearchResult, p: Palette): string {
   const best = bestOf(result);
   const t = new Table({ ...PLAIN_STYLE, colWidths: [20, 74], wordWrap: true });
@@ -95,7 +90,7 @@ export function renderResultsBox(result: SearchResult, p: Palette): string {
     t.push([p.bold('TPOT'), `${num(m.tpotMs)} ms ${band(b.tpotMs)}`]);
     t.push([p.bold('request latency'), `${num(m.requestLatencyMs)} ms ${band(b.requestLatencyMs)}`]);
     const basis = i.bandBasis?.[best.estimate.mode];
-    if (basis) t.push([p.bold('bands from'), basisText(basis)]);
+    if (basis) t.push([p.bold('bands from'), basisLines(basis).join('; ')]);
   }
   t.push([p.bold('calibration'), i.calibratedOn]);
   return t.toString();

@@ -6,7 +6,7 @@ import { log, positiveInt, printJson, runAction } from '../common.js';
 import { addGlobalOptions, addModelSystemOptions, addWorkloadOptions, readCommonInputs, relaxModelSystem } from '../options.js';
 import { loadEngineContext, resolveRowInputs } from '../context.js';
 import { calibrationText } from '../../search/search.js';
-import { bandBasisFor, estimateAgg, estimateDisagg, isRefusal, profileOf } from '../../engine/index.js';
+import { bandBasisFor, basisLines, estimateAgg, estimateDisagg, isRefusal, profileOf } from '../../engine/index.js';
 import { estimateRow, parseCsv, PREDICTED_COLUMNS, predictedCells } from '../../engine/rows.js';
 import type { AggConfig, DisaggConfig, EngineContext, Estimate, MemoryPicture, MetricBands, PoolConfig, ServingMetrics, TtftParts } from '../../engine/types.js';
 import { InputError, UnsupportedError } from '../../util/errors.js';
@@ -146,13 +146,7 @@ function printEstimate(est: Estimate, title: string, calibration: string, basis:
   lines.push(`  tokens/s/user    ${fmtBand(m.tokPerSPerUser, b.tokPerSPerUser, 1)}`);
   lines.push(`  output tokens/s  ${m.outputTokPerS.toFixed(1)}   requests/s ${m.requestsPerS.toFixed(3)}`);
   // Where the bands come from: the finest group of measured runs with enough of them.
-  const same = basis.ttft === basis.tpot && basis.tpot === basis.throughput;
-  if (same) lines.push(`  bands from       ${basis.ttft}`);
-  else {
-    lines.push(`  bands from       TTFT: ${basis.ttft}`);
-    lines.push(`                   TPOT: ${basis.tpot}`);
-    lines.push(`                   tokens/s: ${basis.throughput}`);
-  }
+  basisLines(basis).forEach((line, i) => lines.push(`${i === 0 ? '  bands from       ' : ' '.repeat(19)}${line}`));
   if (est.mode === 'disagg') lines.push(`  KV transfer      ${est.kvTransferMs.toFixed(2)} ms per request`);
   const mems: [string, MemoryPicture][] = est.mode === 'agg' ? [['memory per GPU', est.memory]] : [['prefill memory per GPU', est.memory.prefill], ['decode memory per GPU', est.memory.decode]];
   for (const [label, mem] of mems) {
