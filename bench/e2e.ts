@@ -255,11 +255,11 @@ function bestSingleMape(configs: Result[][], m: 'ttft' | 'tpot'): number {
 /** Clients up to which a prompt rarely waits for another: TTFT is the request path and the prefill. */
 const FEW_CLIENTS = 8;
 
-/** A row's recorded configuration with its output length set aside, and that length. */
-function promptConfig(inputs: string): [string, unknown] {
+/** A row's recorded configuration with its output length set aside (key), and that length. */
+function promptConfig(inputs: string): { key: string; osl: unknown } {
   const [recorded, ...rest] = JSON.parse(inputs) as [Record<string, unknown>, ...unknown[]];
   const { osl, ...prompt } = recorded;
-  return [JSON.stringify([prompt, ...rest]), osl];
+  return { key: JSON.stringify([prompt, ...rest]), osl };
 }
 
 /**
@@ -277,10 +277,12 @@ function recordedFloor(results: Result[], key: (r: Result) => string): void {
     const repeated = configs.filter((same) => same.length > 1);
     console.log(`| ${k} | ${rs.length} | ${repeated.length} (${repeated.reduce((a, same) => a + same.length, 0)}) | ${f1(bestSingleMape(configs, 'ttft'))} | ${f1(bestSingleMape(configs, 'tpot'))} |`);
   }
-  const few = estimated.filter((r) => r.mode === 'agg' && r.ttft && (r.concurrency ?? Infinity) <= FEW_CLIENTS);
-  const prompts = groupBy(few, (r) => promptConfig(r.inputs!)[0])
-    .map(([, same]) => same)
-    .filter((same) => new Set(same.map((r) => promptConfig(r.inputs!)[1])).size > 1);
+  const few = estimated
+    .filter((r) => r.mode === 'agg' && r.ttft && (r.concurrency ?? Infinity) <= FEW_CLIENTS)
+    .map((r) => ({ r, ...promptConfig(r.inputs!) }));
+  const prompts = groupBy(few, (x) => x.key)
+    .filter(([, same]) => new Set(same.map((x) => x.osl)).size > 1)
+    .map(([, same]) => same.map((x) => x.r));
   const rows = prompts.flat();
   const ours = stats(rows.map((r) => pct(...r.ttft!))).mape;
   console.log(`\nagg TTFT at ${FEW_CLIENTS} clients or fewer, configurations run at several output lengths (which a prompt's TTFT ` +
