@@ -173,13 +173,14 @@ export function aggPoint(ctx: EngineContext, cfg: AggConfig, clients: number, me
     const burstAll = Math.max(Math.ceil(nMix), k) * tBurst;
     tpot = tDec + Math.max(0, burstAll - ttftPrefill) / D;
   }
-  const ttftPrefill = engine.stepInFlight + engine.engineQueue + engine.burst + engine.prefill;
   const request = prof.requestOverheadMs + streamTtftMs(prof, n, cfg.dp);
   const handout = (prof.outputLagSteps ?? 0) * tIter;
+  // The parts known before the waits that depend on the request rate (attention-DP balancing, free slots).
+  const parts: TtftParts = { request, slotQueue: 0, balance: 0, kvTransfer: 0, handout, ...engine };
+  const unbalanced = sumTtftParts(parts);
   const cycleMs = iters * tIter;
   // Slots turn over once per cycle; clients beyond the running slots queue for one.
   const slotRate = n / (cycleMs + prof.requestOverheadMs);
-  const unbalanced = request + ttftPrefill + handout;
   // The balancing wait follows the request rate, taken here without the wait itself.
   const balance = adpBalanceWaitMs(prof, cfg.dp, n, Math.min(slotRate, clients / (unbalanced + D * tpot)), tIter);
   const baseTtft = unbalanced + balance;
@@ -196,7 +197,7 @@ export function aggPoint(ctx: EngineContext, cfg: AggConfig, clients: number, me
     requestLatencyMs: ttft + outTok * tpotTok,
     requestsPerS: rate * 1000,
     running: n,
-    ttftParts: { request, slotQueue: queue, balance, kvTransfer: 0, handout, ...engine },
+    ttftParts: { ...parts, slotQueue: queue, balance },
     decodeStepMs: tDec,
     mixedStepMs: tFull,
   };
