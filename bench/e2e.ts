@@ -150,6 +150,8 @@ async function runOverview(rows: Row[], perfData?: string): Promise<Result[]> {
       model: inp.model, system: inp.system, backend: 'trtllm', version: inp.version, perf: inp.perf,
       gemmDtype: dt.gemmDtype, moeDtype: dt.moeDtype, kvDtype: dt.kvDtype,
       workload: { isl: Number(row.isl), osl: Number(row.osl), prefix: 0 },
+      // trtllm-bench runs the engine's default MoE backend (CUTLASS).
+      engineDefaultMoe: true,
     };
     const prof = backendProfile('trtllm', inp.version, inp.system.gpu);
     // Max load: as many sequences as the KV cache holds, up to the engine's batch cap.

@@ -4,7 +4,7 @@
 import type { Backend, Dtype, SystemSpec } from '../inputs/types.js';
 import { engineRelease } from '../inputs/dynamo-runtime.js';
 import { onLineAtLeast, onLineBefore } from '../util/versions.js';
-import type { EngineContext } from './types.js';
+import type { EngineContext, ParallelLayout } from './types.js';
 
 export interface BackendProfile {
   backend: Backend;
@@ -282,6 +282,21 @@ export function streamTtftMs(prof: BackendProfile, streams: number, dp: number):
  */
 export function adpBalanceTimeoutIters(backend: Backend, version: string): number | undefined {
   return backend === 'trtllm' && onLineAtLeast(engineRelease(backend, version), '1.1') ? 60 : undefined;
+}
+
+/**
+ * Whether a TRT-LLM worker runs its experts on the trtllm-gen MoE backend (moe_config.backend: TRTLLM), as the
+ * DeepSeek-R1 and gpt-oss recipes for Blackwell do and our engine config writes: from 1.0, fp4 experts (NVFP4, or
+ * MXFP4 through the fp4 kernels) on a GPU with fp4 tensor cores, without attention DP, whose recipes keep CUTLASS.
+ */
+export function trtllmGenMoe(backend: Backend, version: string, moeDtype: Dtype, system: SystemSpec, layout: ParallelLayout): boolean {
+  return (
+    backend === 'trtllm' &&
+    onLineAtLeast(engineRelease(backend, version), '1.0') &&
+    (moeDtype === 'nvfp4' || moeDtype === 'mxfp4') &&
+    (system.gpu.tflops.nvfp4 ?? 0) > 0 &&
+    layout.dp === 1
+  );
 }
 
 /** Profiles by context: every step cost asks, and a context's engine and GPU never change. */

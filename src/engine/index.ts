@@ -11,7 +11,7 @@ import type {
 } from './types.js';
 
 export type * from './types.js';
-export { backendProfile, graphPaddedBatch, profileOf, type BackendProfile } from './backends.js';
+export { backendProfile, graphPaddedBatch, profileOf, trtllmGenMoe, type BackendProfile } from './backends.js';
 export { layoutRule, disaggRule, gpusOf } from './rules.js';
 export { layerKinds, stepCost, type StepShape, type StepCost } from './ops.js';
 export { weightBytesPerGpu, kvBytesPerToken } from './memory.js';

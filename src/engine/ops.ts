@@ -6,7 +6,7 @@ import { isMoeLayer } from '../inputs/params.js';
 import type { CommQuery, MoeQuery, PerfSource } from '../perf/types.js';
 import { computeFlops, peaksOf, type Peaks } from '../perf/sol.js';
 import type { EngineContext, ParallelLayout } from './types.js';
-import { profileOf, type BackendProfile } from './backends.js';
+import { profileOf, trtllmGenMoe, type BackendProfile } from './backends.js';
 
 /** Layers that share one shape are priced once and multiplied by `count`. */
 export interface LayerKind {
@@ -121,7 +121,8 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
   const h = m.hiddenSize;
   const gd: Dtype = ctx.gemmDtype;
   const prof = profileOf(ctx);
-  const qc: QuantCtx = { peaks: peaksOf(perf === ctx.perf ? ctx.system : ctx.decodeSystem ?? ctx.system), prof };
+  const system = perf === ctx.perf ? ctx.system : ctx.decodeSystem ?? ctx.system;
+  const qc: QuantCtx = { peaks: peaksOf(system), prof };
   const heads = Math.max(1, Math.ceil(m.numHeads / tp));
   const cross = crossesNode(ctx, tp);
   const arOne = tp > 1 ? tpAllReduce(prof, perf, { dtype: 'bfloat16', gpus: tp, elements: T * h, crossNode: cross }) : 0;
@@ -204,10 +205,11 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
         dtype: ctx.moeDtype, tokens: balancedEquivalentTokens(moeTokens, e.topK, e.numExperts), hidden: h,
         inter: e.expertIntermediateSize, topk: e.topK, experts: expertSlots(e.numExperts, layout.moeEp),
         moeTp: layout.moeTp, moeEp: layout.moeEp,
+        trtllmGen: !ctx.engineDefaultMoe && trtllmGenMoe(ctx.backend, ctx.version, ctx.moeDtype, system, layout),
       };
       let experts = moeMs(perf, qc, moeQ);
       // Engines that run MXFP4 experts through their fp4 MoE kernels do so where the GPU has fp4 tensor cores.
-      if (moeQ.dtype === 'mxfp4' && prof.mxfp4ViaFp4Moe && (ctx.system.gpu.tflops.nvfp4 ?? 0) > 0) {
+      if (moeQ.dtype === 'mxfp4' && prof.mxfp4ViaFp4Moe && (system.gpu.tflops.nvfp4 ?? 0) > 0) {
         experts = Math.min(experts, perf.moe({ ...moeQ, dtype: 'nvfp4' }));
       }
       add(t, 'moe_experts', n * experts);

@@ -36,6 +36,8 @@ export interface EngineContext {
    * draft tokens proposed per step and the acceptance of each draft position. Absent: one token per step.
    */
   speculation?: { draft: number; acceptance: number };
+  /** The engine's default MoE backend rather than the one our deployments set (trtllm-bench runs; see trtllmGenMoe). */
+  engineDefaultMoe?: boolean;
 }
 
 /** GPUs of one model instance = tp * pp * dp (attention data parallel); moeTp * moeEp = tp * dp. */

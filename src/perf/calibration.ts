@@ -2,7 +2,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dataPath } from '../util/paths.js';
 import { versionDistance } from '../util/versions.js';
-import { FEATURES, LOW_LATENCY, MOE_MIN_LATENCY_TOKENS, MOE_ROUTING, evalCorrection, withinRoutes, type GroupModel, type ModelOp, type OpModel } from './model.js';
+import { FEATURES, LOW_LATENCY, MOE_MIN_LATENCY_TOKENS, MOE_ROUTING, TRTLLM_GEN, evalCorrection, withinRoutes, type GroupModel, type ModelOp, type OpModel } from './model.js';
 import { DTYPE_FALLBACK, OP_SPECS, type Row } from './tables.js';
 
 export interface SystemCalibration {
@@ -475,7 +475,8 @@ export function groupFor(op: ModelOp, m: OpModel, r: Row): GroupModel | undefine
   const g = def.group(r);
   // MoE up to the kernel switch: the low-latency kernel's group, on the routings it was measured on (routes) and
   // within its lattice bounds on every feature but the EP ranks.
-  const low = op === 'moe' && (r.tokens as number) <= MOE_MIN_LATENCY_TOKENS ? m.groups[`${g}|${LOW_LATENCY}`] : undefined;
+  const lowKernel = (r.tokens as number) <= MOE_MIN_LATENCY_TOKENS || r.kernel === TRTLLM_GEN;
+  const low = op === 'moe' && lowKernel ? m.groups[`${g}|${LOW_LATENCY}`] : undefined;
   if (low && (!low.routes || withinRoutes(low.routes, r)) && withinBounds(m, low, def.features(r), 1)) return low;
   if (m.groups[g]) return m.groups[g];
   const parts = g.split('|');

@@ -22,6 +22,8 @@ export interface FeatureDef {
  */
 export const MOE_MIN_LATENCY_TOKENS = 128;
 export const LOW_LATENCY = 'low_latency';
+/** MoE lookup rows of workers on TRT-LLM's trtllm-gen backend (MoeQuery.trtllmGen): the low-latency group at every size. */
+export const TRTLLM_GEN = 'trtllm_gen';
 
 /** Whether a reference MoE row timed TRT-LLM's low-latency kernel. */
 export function isLowLatencyKernel(r: Row): boolean {

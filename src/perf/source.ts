@@ -2,7 +2,7 @@
 // with a fallback source for ops or dtypes the tables lack.
 import type { SystemSpec } from '../inputs/types.js';
 import { OpTable } from './grid.js';
-import { GEMM_M_ALIGN, MOE_DISTRIBUTIONS } from './model.js';
+import { GEMM_M_ALIGN, MOE_DISTRIBUTIONS, MOE_MIN_LATENCY_TOKENS, TRTLLM_GEN } from './model.js';
 import { GemmFast } from './gemm-fast.js';
 import * as sol from './sol.js';
 import { DTYPE_FALLBACK, OP_SPECS, type OpName, type Row } from './tables.js';
@@ -53,8 +53,10 @@ export class TablePerfSource implements PerfSource {
     const t = this.table(op);
     if (!t) return undefined;
     if (this.model) {
-      // Keys the synthesized table lists are interpolated; other shapes come from the same model directly.
-      const exact = t.lookup(r, true);
+      // Keys the synthesized table lists are interpolated; other shapes come from the same model directly. The
+      // table holds the engine's default MoE kernels, so trtllm-gen past the switch asks the model.
+      const beyondTable = r.kernel === TRTLLM_GEN && (r.tokens as number) > MOE_MIN_LATENCY_TOKENS;
+      const exact = beyondTable ? undefined : t.lookup(r, true);
       if (exact !== undefined) return exact;
       const m = this.model(op, r);
       if (m !== undefined) return m;
@@ -174,6 +176,7 @@ export class TablePerfSource implements PerfSource {
 
   moe(q: MoeQuery): number {
     const r: Row = { dtype: q.dtype, tokens: q.tokens, hidden: q.hidden, inter: q.inter, topk: q.topk, experts: q.experts, moe_tp: q.moeTp, moe_ep: q.moeEp };
+    if (q.trtllmGen) r.kernel = TRTLLM_GEN;
     // A routing the tables were never given is not silently priced as another one (or by the roofline).
     const t = q.distribution ? this.table('moe') : undefined;
     const held = t && this.held('moe', t, 'distribution');

@@ -57,6 +57,11 @@ export interface MoeQuery {
    * (the engine prices routing itself, see balancedEquivalentTokens).
    */
   distribution?: string;
+  /**
+   * The worker runs TRT-LLM's trtllm-gen MoE backend (moe_config.backend TRTLLM): its low-latency kernels at
+   * every size where they were measured, not only up to MOE_MIN_LATENCY_TOKENS.
+   */
+  trtllmGen?: boolean;
 }
 
 export type MlaPhase = 'context' | 'generation';

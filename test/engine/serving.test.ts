@@ -4,7 +4,8 @@ import { balancedEquivalentTokens } from '../../src/engine/ops.js';
 import { hostOverheadMs } from '../../src/engine/steps.js';
 import { backendProfile } from '../../src/engine/backends.js';
 import { loadSystem } from '../../src/inputs/systems.js';
-import type { AggEstimate, DisaggEstimate } from '../../src/engine/types.js';
+import type { AggEstimate, DisaggEstimate, EngineContext, ParallelLayout } from '../../src/engine/types.js';
+import type { MoeQuery, PerfSource } from '../../src/perf/types.js';
 import { agg, pool, testCtx } from './helpers.js';
 
 function ok<T>(e: T | { refused: true; reason: string }): T {
@@ -44,6 +45,26 @@ describe('step latencies', () => {
     // Four prompts, one per rank, are four prompts of expert work.
     expect(stepCost(ds, dep, shape(4)).byOp.moe_experts!).toBeCloseTo(stepCost(ds, tep, shape(4)).byOp.moe_experts!, 6);
     expect(stepCost(ds, dep, shape(4)).byOp.moe_experts!).toBeGreaterThan(2 * one);
+  });
+  it("TRT-LLM's fp4 experts on Blackwell ask for the trtllm-gen kernels, except with attention DP, on Hopper or as trtllm-bench runs", () => {
+    const asked = (c: EngineContext, layout: ParallelLayout): boolean[] => {
+      const seen: boolean[] = [];
+      const perf = c.perf;
+      const spy = Object.create(perf) as PerfSource;
+      spy.moe = (q: MoeQuery) => (seen.push(q.trtllmGen === true), perf.moe(q));
+      stepCost({ ...c, perf: spy }, layout, { pfBatch: 1, pfSeq: 4096, pfPrefix: 0, dcBatch: 8, dcKv: 2000 });
+      return [...new Set(seen)];
+    };
+    const tep = { tp: 8, pp: 1, dp: 1, moeTp: 1, moeEp: 8 };
+    const dep = { tp: 1, pp: 1, dp: 8, moeTp: 1, moeEp: 8 };
+    const b200 = testCtx('deepseek-ai/DeepSeek-V3', { system: 'b200_sxm', backend: 'trtllm', version: '1.2.0rc5', moe: 'nvfp4', kv: 'fp8' });
+    expect(asked(b200, tep)).toEqual([true]);
+    expect(asked(b200, dep)).toEqual([false]);
+    expect(asked({ ...b200, engineDefaultMoe: true }, tep)).toEqual([false]);
+    expect(asked({ ...b200, moeDtype: 'fp8_block' }, tep)).toEqual([false]);
+    expect(asked({ ...b200, backend: 'vllm', version: '0.12.0' }, tep)).toEqual([false]);
+    const h200 = testCtx('deepseek-ai/DeepSeek-V3', { system: 'h200_sxm', backend: 'trtllm', version: '1.2.0rc5', moe: 'nvfp4', kv: 'fp8' });
+    expect(asked(h200, tep)).toEqual([false]);
   });
   it('TRT-LLM 1.0 on Hopper all-reduces through NCCL; later versions and other GPUs use the custom kernels', () => {
     const gpu = (s: string) => loadSystem(s).gpu;

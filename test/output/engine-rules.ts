@@ -8,8 +8,8 @@ export interface Expect {
   dynamo: '0.9' | '1.x';
   isl: number;
   osl: number;
-  /** Per role: GPUs per worker, simulated batch per worker, dp, token budget. */
-  roles: Record<string, { gpus: number; batch: number; dp: number; tokens: number }>;
+  /** Per role: GPUs per worker, simulated batch per worker, dp, token budget, fp4 experts on a GPU with fp4 tensor cores. */
+  roles: Record<string, { gpus: number; batch: number; dp: number; tokens: number; fp4Moe?: boolean }>;
 }
 
 const VLLM_FLAGS = new Set([
@@ -28,7 +28,7 @@ const TRTLLM_FLAGS = new Set(['--model-path', '--served-model-name', '--extra-en
 const TRTLLM_KEYS = new Set([
   'backend', 'tensor_parallel_size', 'pipeline_parallel_size', 'moe_expert_parallel_size', 'moe_tensor_parallel_size',
   'enable_attention_dp', 'max_batch_size', 'max_num_tokens', 'max_seq_len', 'enable_chunked_prefill', 'disable_overlap_scheduler',
-  'kv_cache_config', 'cuda_graph_config', 'cache_transceiver_config', 'print_iter_log', 'attention_dp_config',
+  'kv_cache_config', 'cuda_graph_config', 'cache_transceiver_config', 'print_iter_log', 'attention_dp_config', 'moe_config',
 ]);
 
 /** Flags (with their value, or true) from an argument list. */
@@ -133,6 +133,9 @@ export function checkManifest(text: string, exp: Expect): string[] {
       const adp = cfg.attention_dp_config;
       if (balanced && !(adp?.enable_balance === true && adp.timeout_iters === 60)) errors.push(`${file}: attention_dp_config`);
       if (!balanced && adp !== undefined) errors.push(`${file}: attention_dp_config without aggregated attention DP`);
+      // The estimate prices fp4 experts on Blackwell with the trtllm-gen kernels unless attention is data parallel.
+      const gen = want.fp4Moe === true && want.dp === 1;
+      if (gen !== (cfg.moe_config?.backend === 'TRTLLM')) errors.push(`${file}: moe_config.backend ${cfg.moe_config?.backend} (trtllm-gen expected: ${gen})`);
     }
   }
   if (exp.backend === 'sglang' && tpByRole.prefill && tpByRole.prefill !== tpByRole.decode) errors.push('sglang disagg needs the same tp-size for prefill and decode');

@@ -144,6 +144,8 @@ export interface FixtureOptions {
   modes?: Array<'agg' | 'disagg'>;
   totalGpus?: number;
   prefix?: number;
+  /** Default h200_sxm. */
+  system?: string;
 }
 
 const DEFAULT_VERSION: Record<Backend, string> = { vllm: '0.12.0', sglang: '0.5.6.post2', trtllm: '1.2.0rc5' };
@@ -153,7 +155,7 @@ export function fixture(o: FixtureOptions = {}): { result: SearchResult; ctx: En
   const model = { ...(o.model ?? DENSE), id: o.modelId ?? (o.model ?? DENSE).id };
   const total = o.totalGpus ?? 8;
   const modes = o.modes ?? ['agg', 'disagg'];
-  const system = loadSystem('h200_sxm');
+  const system = loadSystem(o.system ?? 'h200_sxm');
   const workload = { isl: 4000, osl: 500, prefix: o.prefix ?? 0 };
   const moe = model.moe !== undefined;
   const aggTop = [aggCandidate(2, 32, 4, 420, 14.2, total, moe), aggCandidate(4, 64, 2, 380, 15.1, total, moe), aggCandidate(1, 16, 8, 560, 16.1, total, moe)];

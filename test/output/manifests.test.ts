@@ -41,6 +41,13 @@ function cases(): Array<{ label: string; p: PlanInput }> {
       for (const cand of [aggCandidate(4, 64, 1, 300, 12, 16, true, 2), aggCandidate(16, 256, 1, 300, 12, 16, true)]) {
         out.push({ label: `${backend} ${dynamoVersion} moe ${cand.parallel}`, p: { inputs: moe.result.inputs, ctx: moe.ctx, candidate: cand, dynamoVersion } });
       }
+      if (backend === 'trtllm') {
+        // NVFP4 experts on Blackwell: trtllm-gen MoE kernels without attention DP, CUTLASS with it.
+        const fp4 = fixture({ backend, model: { ...MOE, quant: { scheme: 'nvfp4', gemmDtype: 'nvfp4', moeDtype: 'nvfp4' } }, modes: ['agg'], totalGpus: 16, system: 'b200_sxm' });
+        for (const cand of [aggCandidate(4, 64, 1, 300, 12, 16, true), aggCandidate(1, 64, 1, 300, 12, 16, true, 4)]) {
+          out.push({ label: `${backend} ${dynamoVersion} b200 nvfp4 moe ${cand.parallel}`, p: { inputs: fp4.result.inputs, ctx: fp4.ctx, candidate: cand, dynamoVersion } });
+        }
+      }
     }
   }
   return (cached = out);
@@ -49,7 +56,11 @@ function cases(): Array<{ label: string; p: PlanInput }> {
 function expectFor(p: PlanInput): Expect {
   const plan = derivePlan(p);
   const roles: Expect['roles'] = {};
-  for (const g of plan.groups) roles[g.role] = { gpus: g.gpusPerWorker, batch: g.batchSize, dp: g.layout.dp, tokens: g.maxNumTokens };
+  const fp4Experts = plan.isMoe && (plan.moeDtype === 'nvfp4' || plan.moeDtype === 'mxfp4');
+  for (const g of plan.groups) {
+    const fp4Moe = fp4Experts && (g.system.gpu.tflops.nvfp4 ?? 0) > 0;
+    roles[g.role] = { gpus: g.gpusPerWorker, batch: g.batchSize, dp: g.layout.dp, tokens: g.maxNumTokens, fp4Moe };
+  }
   return { backend: plan.backend, version: plan.version, dynamo: plan.dynamo, isl: plan.isl, osl: plan.osl, roles };
 }
 

@@ -116,6 +116,23 @@ describe('perf source (bundled tables)', () => {
     expect(src.contextAttention({ ...q, prefix: 6000 })).toBeLessThan(src.contextAttention({ ...q, seq: 8000 }));
   });
 
+  it("prices trtllm-gen MoE from TRT-LLM's low-latency kernel at every size, the default kernels past the switch", async () => {
+    const b200 = loadSystem('b200_sxm');
+    const src = await loadPerfSource({ system: b200, backend: 'trtllm', version: '1.2.0rc5' });
+    // DeepSeek-R1's expert shapes at moe_tp 8, NVFP4 (measured with both kernel families up to 8k tokens).
+    const q = { dtype: 'nvfp4' as const, hidden: 7168, inter: 2048, topk: 8, experts: 256, moeTp: 8, moeEp: 1 };
+    for (const tokens of [16, 64]) expect(src.moe({ ...q, tokens, trtllmGen: true })).toBeCloseTo(src.moe({ ...q, tokens }), 9);
+    for (const tokens of [1024, 8192]) {
+      const gen = src.moe({ ...q, tokens, trtllmGen: true });
+      const cutlass = src.moe({ ...q, tokens });
+      expect(gen).toBeGreaterThan(0);
+      expect(Math.abs(Math.log(gen / cutlass))).toBeGreaterThan(0.1);
+    }
+    // Where no low-latency kernel was measured (bf16 experts) the flag changes nothing but the table's rounding.
+    const bf16 = { ...q, dtype: 'bfloat16' as const, tokens: 4096 };
+    expect(src.moe({ ...bf16, trtllmGen: true }) / src.moe(bf16)).toBeCloseTo(1, 3);
+  });
+
   it('answers every op with a positive latency', async () => {
     const src = await loadPerfSource({ system: loadSystem('b200_sxm'), backend: 'trtllm', version: '1.2.0rc5' });
     const vals = [

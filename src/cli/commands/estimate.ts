@@ -6,7 +6,7 @@ import { log, positiveInt, printJson, runAction } from '../common.js';
 import { addGlobalOptions, addModelSystemOptions, addWorkloadOptions, readCommonInputs, relaxModelSystem } from '../options.js';
 import { loadEngineContext, resolveRowInputs } from '../context.js';
 import { calibrationText } from '../../search/search.js';
-import { bandBasisFor, basisLines, estimateAgg, estimateDisagg, isRefusal, profileOf } from '../../engine/index.js';
+import { bandBasisFor, basisLines, estimateAgg, estimateDisagg, isRefusal, profileOf, trtllmGenMoe } from '../../engine/index.js';
 import { estimateRow, parseCsv, PREDICTED_COLUMNS, predictedCells } from '../../engine/rows.js';
 import type { AggConfig, DisaggConfig, EngineContext, Estimate, MemoryPicture, MetricBands, PoolConfig, ServingMetrics, TtftParts } from '../../engine/types.js';
 import { InputError, UnsupportedError } from '../../util/errors.js';
@@ -103,7 +103,9 @@ async function single(o: Opts): Promise<number> {
     printJson({ model: ctx.model.id, system: ctx.system.name, backend: ctx.backend, version: ctx.version, workload: ctx.workload, calibration, estimate: est, bandBasis });
     return 0;
   }
-  printEstimate(est, `${ctx.model.id} on ${ctx.system.name}, ${ctx.backend} ${ctx.version}, isl ${inputs.isl} osl ${inputs.osl}` +
+  const workers = est.mode === 'agg' ? [[est.config, ctx.system] as const] : [[est.config.prefill, ctx.system] as const, [est.config.decode, ctx.decodeSystem ?? ctx.system] as const];
+  const genMoe = ctx.model.moe !== undefined && workers.some(([l, sys]) => trtllmGenMoe(ctx.backend, ctx.version, ctx.moeDtype, sys, l));
+  printEstimate(est, `${ctx.model.id} on ${ctx.system.name}, ${ctx.backend} ${ctx.version}${genMoe ? ' (MoE on trtllm-gen)' : ''}, isl ${inputs.isl} osl ${inputs.osl}` +
     (inputs.prefix ? ` prefix ${inputs.prefix}` : ''), calibration, bandBasis);
   return 0;
 }
