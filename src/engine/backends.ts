@@ -69,6 +69,8 @@ export interface BackendProfile {
   kernelAsMeasured: Dtype[];
   /** Whether MXFP4 experts run through the engine's fp4 MoE kernels on GPUs with fp4 tensor cores (TRT-LLM). */
   mxfp4ViaFp4Moe: boolean;
+  /** Whether the release takes TRT-LLM's trtllm-gen MoE backend (moe_config.backend TRTLLM, from 1.0; see trtllmGenMoe). */
+  trtllmGenMoe?: boolean;
   /**
    * Whether sliding-window layers hold only their window of KV in GPU memory, leaving room for more sequences
    * (vLLM's hybrid allocator, SGLang's SWA pool). TRT-LLM's KV budget holds full-length sequences: its
@@ -254,6 +256,7 @@ export function backendProfile(backend: Backend, version: string, gpu: GpuFacts)
     if (atLeast('0.22')) p.memoryFraction = 0.92;
   }
   if (backend === 'trtllm' && atLeast('1.0') && !atLeast('1.1') && hopper) p.allReduceViaNccl = true;
+  if (backend === 'trtllm' && atLeast('1.0')) p.trtllmGenMoe = true;
   const balance = adpBalanceTimeoutIters(backend, version);
   if (balance !== undefined) p.adpBalanceTimeoutIters = balance;
   // trtllm-serve's request path by release, from its low-load runs: 1.2+ answers in about the prefill plus 15-35 ms
@@ -286,17 +289,12 @@ export function adpBalanceTimeoutIters(backend: Backend, version: string): numbe
 
 /**
  * Whether a TRT-LLM worker runs its experts on the trtllm-gen MoE backend (moe_config.backend: TRTLLM), as the
- * DeepSeek-R1 and gpt-oss recipes for Blackwell do and our engine config writes: from 1.0, fp4 experts (NVFP4, or
- * MXFP4 through the fp4 kernels) on a GPU with fp4 tensor cores, without attention DP, whose recipes keep CUTLASS.
+ * DeepSeek-R1 and gpt-oss recipes for Blackwell do and our engine config writes: a release that takes it
+ * (`prof.trtllmGenMoe`), fp4 experts (NVFP4, or MXFP4 through the fp4 kernels) on a GPU with fp4 tensor cores,
+ * without attention DP, whose recipes keep CUTLASS.
  */
-export function trtllmGenMoe(backend: Backend, version: string, moeDtype: Dtype, system: SystemSpec, layout: ParallelLayout): boolean {
-  return (
-    backend === 'trtllm' &&
-    onLineAtLeast(engineRelease(backend, version), '1.0') &&
-    (moeDtype === 'nvfp4' || moeDtype === 'mxfp4') &&
-    (system.gpu.tflops.nvfp4 ?? 0) > 0 &&
-    layout.dp === 1
-  );
+export function trtllmGenMoe(prof: BackendProfile, moeDtype: Dtype, system: SystemSpec, layout: ParallelLayout): boolean {
+  return !!prof.trtllmGenMoe && (moeDtype === 'nvfp4' || moeDtype === 'mxfp4') && (system.gpu.tflops.nvfp4 ?? 0) > 0 && layout.dp === 1;
 }
 
 /** Profiles by context: every step cost asks, and a context's engine and GPU never change. */

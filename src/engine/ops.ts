@@ -205,7 +205,7 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
         dtype: ctx.moeDtype, tokens: balancedEquivalentTokens(moeTokens, e.topK, e.numExperts), hidden: h,
         inter: e.expertIntermediateSize, topk: e.topK, experts: expertSlots(e.numExperts, layout.moeEp),
         moeTp: layout.moeTp, moeEp: layout.moeEp,
-        trtllmGen: !ctx.engineDefaultMoe && trtllmGenMoe(ctx.backend, ctx.version, ctx.moeDtype, system, layout),
+        trtllmGen: !ctx.engineDefaultMoe && trtllmGenMoe(prof, ctx.moeDtype, system, layout),
       };
       let experts = moeMs(perf, qc, moeQ);
       // Engines that run MXFP4 experts through their fp4 MoE kernels do so where the GPU has fp4 tensor cores.

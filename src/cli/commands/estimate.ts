@@ -104,7 +104,7 @@ async function single(o: Opts): Promise<number> {
     return 0;
   }
   const workers = est.mode === 'agg' ? [[est.config, ctx.system] as const] : [[est.config.prefill, ctx.system] as const, [est.config.decode, ctx.decodeSystem ?? ctx.system] as const];
-  const genMoe = ctx.model.moe !== undefined && workers.some(([l, sys]) => trtllmGenMoe(ctx.backend, ctx.version, ctx.moeDtype, sys, l));
+  const genMoe = ctx.model.moe !== undefined && workers.some(([l, sys]) => trtllmGenMoe(profileOf(ctx), ctx.moeDtype, sys, l));
   printEstimate(est, `${ctx.model.id} on ${ctx.system.name}, ${ctx.backend} ${ctx.version}${genMoe ? ' (MoE on trtllm-gen)' : ''}, isl ${inputs.isl} osl ${inputs.osl}` +
     (inputs.prefix ? ` prefix ${inputs.prefix}` : ''), calibration, bandBasis);
   return 0;
