@@ -2,15 +2,17 @@
 //   npm run bench:e2e [-- --write-bands] [-- --rows out.jsonl]
 // Reads ../shared/reference/aic-silicon/e2e/dev.csv and the max-load rows of
 // ../shared/reference/ground-truth/trtllm_perf_overview.csv; prints MAPE and median |%err| per group, the
-// signed error of the agg rows by concurrency, the refusal share and reasons, and (with --write-bands) writes
-// data/error-bands.json: aggregate error percentiles per group, never the rows.
+// signed error of the agg rows by concurrency, what the recorded columns allow (repeated configurations, the
+// disagg rows with and without worker counts, low-load TTFT against the recorded load), the refusal share and
+// reasons, and (with --write-bands) writes data/error-bands.json: aggregate error percentiles per group, never
+// the rows.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { estimateAgg, isRefusal } from '../src/engine/index.js';
 import { decodeFloorMs } from '../src/engine/memory.js';
 import { BANDS_FILE, band, groupKeys, statFor, tableFor, type BandFit, type BandTable, type ErrorBandsFile, type ErrorGroup } from '../src/engine/bands.js';
 import { backendProfile } from '../src/engine/backends.js';
-import { estimateRow, parseCsv, rowConcurrency, rowDtypes, type Row, type RowInputs } from '../src/engine/rows.js';
+import { estimateRow, parseCsv, rowConcurrency, rowDtypes, workersRecorded, type Row, type RowInputs } from '../src/engine/rows.js';
 import { resolveRowInputs } from '../src/cli/context.js';
 import type { EngineContext, Estimate, TtftParts } from '../src/engine/types.js';
 import { dataPath, referencePath } from '../src/util/paths.js';
@@ -257,6 +259,11 @@ function bestSingleMape(configs: Result[][], m: 'ttft' | 'tpot'): number {
 /** Clients up to which a prompt rarely waits for another: TTFT is the request path and the prefill. */
 const FEW_CLIENTS = 8;
 
+/** The columns a result's estimate read (its row without id, source and measurements). */
+function recordedRow(r: Result): Row {
+  return (JSON.parse(r.inputs ?? '[{}]') as [Row])[0];
+}
+
 /** A row's recorded configuration with its output length set aside (key), and that length. */
 function promptConfig(inputs: string): { key: string; osl: unknown } {
   const [recorded, ...rest] = JSON.parse(inputs) as [Record<string, unknown>, ...unknown[]];
@@ -290,6 +297,35 @@ function recordedFloor(results: Result[], key: (r: Result) => string): void {
   console.log(`\nagg TTFT at ${FEW_CLIENTS} clients or fewer, configurations run at several output lengths (which a prompt's TTFT ` +
     `hardly depends on at that load): ${prompts.length} configurations, ${rows.length} rows; the runs' own spread ` +
     `(best single prediction per configuration) ${f1(bestSingleMape(prompts, 'ttft'))}%, our TTFT MAPE on them ${f1(ours)}%`);
+  lowLoadDisaggCeiling(estimated);
+}
+
+/** Clients up to which a disagg run's TTFT has a ceiling from its own load: every other client's prompt ahead of it. */
+const FEW_DISAGG_CLIENTS = 16;
+
+/**
+ * Disagg TTFT at low load against the most serving the recorded load could take: the request path, the waits
+ * before the prefill and after it as priced, and every client's prompt prefilled one at a time ahead of this one.
+ * Runs above that ceiling measure something other than serving their recorded load (a deployment the row leaves
+ * out, or a wait outside the benchmark's steady state), which no estimate of the recorded load can follow.
+ */
+function lowLoadDisaggCeiling(estimated: Result[]): void {
+  const disagg = estimated.filter((r) => r.mode === 'disagg' && r.ttft);
+  const low = disagg.filter((r) => r.ttftParts && (r.concurrency ?? Infinity) <= FEW_DISAGG_CLIENTS);
+  if (!low.length) return;
+  const ceiling = (r: Result): number => {
+    const p = r.ttftParts!;
+    return p.request + p.slotQueue + p.balance + p.stepInFlight + p.kvTransfer + p.handout + r.concurrency! * p.prefill;
+  };
+  const ratio = low.map((r) => r.ttft![1] / r.ttft![0]).sort((a, b) => a - b);
+  const over = low.filter((r) => r.ttft![1] > ceiling(r));
+  const worst = Math.max(...over.map((r) => r.ttft![1] / ceiling(r)));
+  const points = (rs: Result[]) => rs.reduce((a, r) => a + Math.abs(pct(...r.ttft!)), 0) / disagg.length;
+  const q = (p: number) => quantile(ratio, p).toFixed(2);
+  console.log(`\ndisagg TTFT at ${FEW_DISAGG_CLIENTS} clients or fewer: ${low.length} rows, measured / predicted p10 / p25 / p50 / p75 / p90 ` +
+    `${q(0.1)} / ${q(0.25)} / ${q(0.5)} / ${q(0.75)} / ${q(0.9)}; ${over.length} rows measure more than serving the recorded load could take ` +
+    `with every client's prompt prefilled ahead of theirs one at a time${over.length ? ` (up to ${worst.toFixed(0)}x that)` : ''}, ` +
+    `${f1(points(over))} of the ${f1(points(disagg))} points of TTFT MAPE of all disagg rows`);
 }
 
 /**
@@ -527,6 +563,8 @@ async function main(): Promise<void> {
   console.log(`\n${supported.length - consistent.length} estimated rows report a TPOT below 0.8x the HBM floor of their recorded configuration ` +
     '(weights + KV read once per step: speculative decoding, or a batch/parallelism not as recorded). Without them:');
   table('dev rows by kind and mode, rows consistent with their recorded configuration', consistent, (r) => `${r.kind} ${r.mode}`);
+  table('disagg dev rows by whether they record their deployment (worker counts)', supported.filter((r) => r.mode === 'disagg'),
+    (r) => `${r.kind} disagg, ${workersRecorded(recordedRow(r)) ? 'worker counts recorded' : 'worker counts left out'}`);
   table('dev rows by system', supported, (r) => r.system);
   table('dev rows by backend and mode', supported, (r) => `${r.backend} ${r.mode}`);
   table('dev rows by model family and mode', devRes, (r) => `${r.family} ${r.mode}`);

@@ -159,7 +159,7 @@ export interface RowInputs {
 }
 
 /** Whether a disagg row records its worker counts (rows that leave them blank are sized to their concurrency). */
-function workersRecorded(row: Row): boolean {
+export function workersRecorded(row: Row): boolean {
   return !!(row.decode_num_workers || row.prefill_num_workers);
 }
 
