@@ -274,7 +274,8 @@ function promptConfig(inputs: string): { key: string; osl: unknown } {
 /**
  * The lowest MAPE any estimator can reach on a group's rows when its prediction is a function of what the rows
  * record (rows of one recorded configuration get one prediction), and how well the runs agree with themselves
- * where the output length cannot matter: agg TTFT at a few clients of configurations run at several output lengths.
+ * where the output length cannot matter: agg TTFT at a few clients of configurations run at several output lengths;
+ * then low-load disagg TTFT against the most the recorded load could take (lowLoadDisaggCeiling).
  */
 function recordedFloor(results: Result[], key: (r: Result) => string): void {
   console.log('\n## What the recorded columns allow: MAPE of the best single prediction per recorded configuration');
@@ -313,9 +314,10 @@ function lowLoadDisaggCeiling(estimated: Result[]): void {
   const disagg = estimated.filter((r) => r.mode === 'disagg' && r.ttft);
   const low = disagg.filter((r) => r.ttftParts && (r.concurrency ?? Infinity) <= FEW_DISAGG_CLIENTS);
   if (!low.length) return;
+  // The parts sum to the prediction: take its queueing behind other prompts out and every client's prefill in.
   const ceiling = (r: Result): number => {
     const p = r.ttftParts!;
-    return p.request + p.slotQueue + p.balance + p.stepInFlight + p.kvTransfer + p.handout + r.concurrency! * p.prefill;
+    return r.ttft![0] - p.burst - p.engineQueue + (r.concurrency! - 1) * p.prefill;
   };
   const ratio = low.map((r) => r.ttft![1] / r.ttft![0]).sort((a, b) => a - b);
   const over = low.filter((r) => r.ttft![1] > ceiling(r));
