@@ -3,6 +3,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, join, resolve as resolvePath } from 'node:path';
+import JSON5 from 'json5';
 import { InputError } from '../util/errors.js';
 import { parseHfConfig } from './hf-config.js';
 import { findBundled, loadRegistry } from './registry.js';
@@ -81,9 +82,18 @@ function readJson(path: string, what: string): unknown {
   return parseJsonText(text, path);
 }
 
-function parseJsonText(text: string, where: string): unknown {
+/**
+ * Parse a config file. Checkpoints written by Python's json module may hold NaN / Infinity (Nemotron-H's
+ * `time_step_limit`), which JSON.parse rejects; JSON5 reads them, so it is the fallback.
+ */
+export function parseJsonText(text: string, where: string): unknown {
   try {
     return JSON.parse(text);
+  } catch {
+    // fall through to the lenient parser
+  }
+  try {
+    return JSON5.parse(text);
   } catch (err) {
     const msg = err instanceof Error ? err.message.split('\n')[0] : String(err);
     throw new InputError(`${where} is not valid JSON: ${msg}`);
