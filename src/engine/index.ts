@@ -6,6 +6,9 @@ import { disaggMemory, disaggPoint, gpusOfPool } from './disagg.js';
 import { memoryPicture } from './memory.js';
 import { cachedStep } from './steps.js';
 import { disaggRule, gpusOf, layoutRule } from './rules.js';
+import { countKinds, LAYER_KIND_NAMES } from '../inputs/layers.js';
+import type { LayerKind, ModelSpec } from '../inputs/types.js';
+import { UnsupportedError } from '../util/errors.js';
 import type {
   AggConfig, AggEstimate, DisaggConfig, DisaggEstimate, EngineContext, MemoryPicture, ParallelLayout, Refusal, ServingMetrics,
 } from './types.js';
@@ -19,6 +22,46 @@ export { kvTransferMs } from './disagg.js';
 
 export function isRefusal(x: unknown): x is Refusal {
   return typeof x === 'object' && x !== null && (x as Refusal).refused === true;
+}
+
+/** Layer kinds the engine prices: attention over the whole context or a window, and blocks with no mixer. */
+const PRICED_KINDS: ReadonlySet<LayerKind> = new Set(['full', 'sliding', 'none']);
+
+/**
+ * Why the engine cannot price this model, or undefined when it can: each layer kind, attention shape or expert
+ * layout of the spec that no op prices yet. Such a model parses (for `configure models`, `support`'s architecture
+ * line and the memory accounting) but every estimate refuses it rather than pricing its layers as full attention.
+ */
+export function modelRefusal(m: ModelSpec): string | undefined {
+  const parts: string[] = [];
+  const counts = countKinds(m);
+  for (const [kind, n] of Object.entries(counts) as [LayerKind, number][]) {
+    if (PRICED_KINDS.has(kind)) continue;
+    const hc = kind === 'compressed' && m.compressed ? ` with hyper-connections (hc_mult ${m.compressed.hcMult})` : '';
+    parts.push(`${n} ${LAYER_KIND_NAMES[kind]} layer${n === 1 ? '' : 's'}${hc}`);
+  }
+  for (const kind of ['full', 'sliding'] as const) {
+    const shape = m.attentionShapes?.[kind];
+    if (!shape || !counts[kind]) continue;
+    const v = shape.vHeadDim !== undefined && shape.vHeadDim !== shape.headDim ? `, value head dim ${shape.vHeadDim}` : '';
+    parts.push(`${counts[kind]} ${LAYER_KIND_NAMES[kind]} layer${counts[kind] === 1 ? ' of its' : 's of their'} own shape (head dim ${shape.headDim}${v}, ${shape.numKvHeads} KV heads${shape.kEqV ? ', K shared with V' : ''})`);
+  }
+  if (m.moe?.latentSize) parts.push(`latent experts (width ${m.moe.latentSize})`);
+  if (m.ungatedMlp) parts.push('ungated (relu2) MLPs');
+  if (parts.length === 0) return undefined;
+  const list = parts.length > 1 ? `${parts.slice(0, -1).join(', ')} and ${parts[parts.length - 1]}` : parts[0]!;
+  const verb = parts.length === 1 && /^1 /.test(list) ? 'is' : 'are';
+  return `${m.id}: ${list} ${verb} not priced yet (issue: model families)`;
+}
+
+const pricedContexts = new WeakSet<EngineContext>();
+
+/** Where a model meets the engine: every estimate and memory picture starts here. Throws UnsupportedError (exit 4). */
+function assertPriced(ctx: EngineContext): void {
+  if (pricedContexts.has(ctx)) return;
+  const why = modelRefusal(ctx.model);
+  if (why) throw new UnsupportedError(why, { model: ctx.model.id, architecture: ctx.model.architecture });
+  pricedContexts.add(ctx);
 }
 
 function notPriced(ctx: EngineContext): string {
@@ -36,6 +79,7 @@ export function memoryFor(
   maxNumTokens: number,
   role: 'agg' | 'prefill' | 'decode' = 'agg',
 ): MemoryPicture | Refusal {
+  assertPriced(ctx);
   const { isl, osl } = ctx.workload;
   const seq = role === 'prefill' ? isl + 1 : isl + osl;
   const system = role === 'decode' ? (ctx.decodeSystem ?? ctx.system) : ctx.system;
@@ -92,6 +136,7 @@ export function estimateAgg(
   config: AggConfig,
   opts: { concurrency?: number; replicas?: number; breakdown?: boolean } = {},
 ): AggEstimate | Refusal {
+  assertPriced(ctx);
   const rule = layoutRule(ctx, config, 'agg');
   if (rule) return engineRefusal(rule);
   if (!(config.batchSize >= 1) || !(config.maxNumTokens >= 1)) return engineRefusal('batch size and max-num-tokens must be at least 1');
@@ -124,6 +169,7 @@ export function estimateDisagg(
   config: DisaggConfig,
   opts: { concurrency?: number; breakdown?: boolean } = {},
 ): DisaggEstimate | Refusal {
+  assertPriced(ctx);
   const rule = disaggRule(ctx, config);
   if (rule) return engineRefusal(rule);
   const mem = disaggMemory(ctx, config);

@@ -1,11 +1,25 @@
 // Turn a Hugging Face config.json (+ hf_quant_config.json) into a ModelSpec.
 import { InputError, UnsupportedError } from '../util/errors.js';
 import { isObj, type JsonObject as Json } from '../util/json.js';
-import { checkpointQuant } from './dtypes.js';
+import { checkpointQuant, type CheckpointQuant } from './dtypes.js';
+import { toRuns, type LayerOf } from './layers.js';
 import type { LayerOverride, MlaSpec, ModelSpec, MoeSpec } from './types.js';
 
 /** Architectures whose attention RMS-normalizes every Q and K head (not flagged in their config.json). */
-const PER_HEAD_QK_NORM = new Set(['Qwen3ForCausalLM', 'Qwen3MoeForCausalLM']);
+const PER_HEAD_QK_NORM = new Set([
+  'Qwen3ForCausalLM', 'Qwen3MoeForCausalLM', 'Qwen3VLForConditionalGeneration', 'Qwen3VLMoeForConditionalGeneration',
+  'Qwen3_5ForConditionalGeneration', 'Qwen3_5MoeForConditionalGeneration',
+]);
+
+/**
+ * Multimodal checkpoints whose language model sits in `text_config`: the spec plans that language model alone
+ * (`languageModelOnly`); the vision encoder and projector are neither priced nor counted.
+ */
+const LANGUAGE_MODEL_IN_TEXT_CONFIG = new Set([
+  'Llama4ForConditionalGeneration', 'KimiK25ForConditionalGeneration', 'Qwen3VLForConditionalGeneration',
+  'Qwen3VLMoeForConditionalGeneration', 'Qwen3_5ForConditionalGeneration', 'Qwen3_5MoeForConditionalGeneration',
+  'KimiK3ForConditionalGeneration', 'MiniMaxM3SparseForConditionalGeneration', 'Gemma4ForConditionalGeneration',
+]);
 
 /** Architectures we can model, and the family each belongs to. */
 export const SUPPORTED_ARCHITECTURES: Readonly<Record<string, string>> = {
@@ -23,6 +37,27 @@ export const SUPPORTED_ARCHITECTURES: Readonly<Record<string, string>> = {
   DeciLMForCausalLM: 'nemotron',
   Llama4ForConditionalGeneration: 'llama4',
   Llama4ForCausalLM: 'llama4',
+  // Kimi K2.5 / K2.6 / K2.7: a DeepSeek-V3 language model (text_config) inside a vision-language wrapper.
+  KimiK25ForConditionalGeneration: 'deepseek_v3',
+  Qwen3VLForConditionalGeneration: 'qwen3',
+  Qwen3VLMoeForConditionalGeneration: 'qwen3_moe',
+  // MiMo-7B: the Qwen2 layer (GQA with QKV bias, SwiGLU) plus one multi-token-prediction layer.
+  MiMoForCausalLM: 'mimo',
+  // Step-3.7-Flash: GQA with sliding-window layers (layer_types), MoE with one shared expert after dense layers.
+  Step3p7FlashForCausalLM: 'step3p7',
+  // Hybrid and sparse models: parsed with their layer mix (ModelSpec.layerMix and the per-kind fields); the engine
+  // refuses the layer kinds it cannot price yet (src/engine/index.ts modelRefusal), so they plan nothing yet.
+  Qwen3_5ForConditionalGeneration: 'qwen3_5',
+  Qwen3_5MoeForConditionalGeneration: 'qwen3_5_moe',
+  NemotronHForCausalLM: 'nemotron_h',
+  KimiK3ForConditionalGeneration: 'kimi_linear',
+  DeepseekV32ForCausalLM: 'deepseek_v32',
+  GlmMoeDsaForCausalLM: 'glm_moe_dsa',
+  DeepseekV4ForCausalLM: 'deepseek_v4',
+  MiniMaxM3ForCausalLM: 'minimax_m3',
+  MiniMaxM3SparseForConditionalGeneration: 'minimax_m3',
+  Gemma4ForConditionalGeneration: 'gemma4',
+  MiMoV2FlashForCausalLM: 'mimo_v2',
 };
 
 class Reader {
@@ -64,11 +99,13 @@ export function parseHfConfig(config: unknown, quantConfig: unknown, id: string,
       { architecture, supported: Object.keys(SUPPORTED_ARCHITECTURES) },
     );
   }
-  // Llama 4 keeps the language model in text_config.
-  const text = family === 'llama4' && isObj(config.text_config) ? config.text_config : config;
+  const text = LANGUAGE_MODEL_IN_TEXT_CONFIG.has(architecture) && isObj(config.text_config) ? config.text_config : config;
+  const wrapped = text !== config;
   const r = new Reader(text, `${id}: config.json`);
 
-  const numLayers = r.int('num_hidden_layers');
+  // Nemotron-3 Ultra states its depth only as the length of layers_block_type.
+  const blockTypes = Array.isArray(text.layers_block_type) ? text.layers_block_type.length : undefined;
+  const numLayers = r.int('num_hidden_layers', blockTypes);
   const hiddenSize = r.int('hidden_size');
   const numHeads = r.int('num_attention_heads');
   const vocabSize = r.int('vocab_size');
@@ -77,12 +114,12 @@ export function parseHfConfig(config: unknown, quantConfig: unknown, id: string,
   const tiedEmbeddings = (text.tie_word_embeddings ?? config.tie_word_embeddings) === true;
 
   let numKvHeads = r.optInt('num_key_value_heads') ?? numHeads;
-  let intermediateSize = family === 'nemotron' ? 0 : r.int('intermediate_size');
+  // Hybrid families without a dense MLP (Qwen3.5-MoE, DeepSeek-V4) omit intermediate_size.
+  let intermediateSize = family === 'nemotron' ? 0 : Object.hasOwn(HYBRID, family) ? r.int('intermediate_size', 0) : r.int('intermediate_size');
   let moe: MoeSpec | undefined;
   let mla: MlaSpec | undefined;
   let layerOverrides: LayerOverride[] | undefined;
   let slidingWindow: ModelSpec['slidingWindow'];
-  let mtpLayers: number | undefined;
   let mlaHeadDim: number | undefined;
 
   switch (family) {
@@ -116,7 +153,9 @@ export function parseHfConfig(config: unknown, quantConfig: unknown, id: string,
       };
       break;
     case 'deepseek_v2':
-    case 'deepseek_v3': {
+    case 'deepseek_v3':
+    case 'deepseek_v32':
+    case 'glm_moe_dsa': {
       const routedInter = r.int('moe_intermediate_size');
       moe = {
         numExperts: r.int('n_routed_experts'),
@@ -134,8 +173,19 @@ export function parseHfConfig(config: unknown, quantConfig: unknown, id: string,
         vHeadDim: r.int('v_head_dim'),
       };
       mlaHeadDim = mla.qkNopeHeadDim + mla.qkRopeHeadDim;
-      const mtp = r.optInt('num_nextn_predict_layers');
-      if (mtp) mtpLayers = mtp;
+      break;
+    }
+    case 'step3p7': {
+      const routedInter = r.int('moe_intermediate_size');
+      const shared = r.int('n_shared_experts', 0);
+      moe = {
+        numExperts: r.int('num_experts'),
+        topK: r.int('num_experts_per_tok'),
+        expertIntermediateSize: routedInter,
+        sharedExperts: shared,
+        sharedIntermediateSize: shared > 0 ? r.int('share_expert_dim', routedInter) : 0,
+        firstDenseLayers: r.int('first_k_dense_replace', 0),
+      };
       break;
     }
     case 'llama4': {
@@ -163,9 +213,21 @@ export function parseHfConfig(config: unknown, quantConfig: unknown, id: string,
     default:
       break;
   }
+  const hybrid = Object.hasOwn(HYBRID, family) ? hybridParts(family, text, r, id, numLayers) : undefined;
+  if (hybrid?.moe) moe = hybrid.moe;
+  if (hybrid?.mla) mla = hybrid.mla;
+  if (hybrid?.intermediateSize !== undefined) intermediateSize = hybrid.intermediateSize;
+  if (hybrid?.layerOverrides) layerOverrides = hybrid.layerOverrides;
+  if (hybrid?.slidingWindow) slidingWindow = hybrid.slidingWindow;
+  if (mla) mlaHeadDim = mla.qkNopeHeadDim + mla.qkRopeHeadDim;
 
-  slidingWindow ??= slidingFromConfig(text, numLayers, family);
-  const ckpt = checkpointQuant(config, isObj(quantConfig) ? quantConfig : undefined, moe !== undefined);
+  // DeepSeek-V4's sliding_window is the window beside every layer's compressed KV (in layerMix), not a window layer.
+  if (family !== 'deepseek_v4') slidingWindow ??= slidingFromConfig(text, numLayers, family);
+  // Multi-token-prediction layers as the checkpoint declares them (DeepSeek, GLM, MiMo, Step: num_nextn_predict_layers;
+  // Qwen3.5: mtp_num_hidden_layers). MiniMax-M2's num_mtp_modules is not read yet: mtpLayers turns on MTP in the
+  // pricing of measured runs (src/engine/speculation.ts rowSpeculation), and MiniMax's runs are priced without it.
+  const mtpLayers = r.optInt('num_nextn_predict_layers') ?? r.optInt('mtp_num_hidden_layers');
+  const ckpt = checkpointFormats(config, text, quantConfig, moe !== undefined);
 
   const spec: ModelSpec = {
     id,
@@ -189,15 +251,53 @@ export function parseHfConfig(config: unknown, quantConfig: unknown, id: string,
   if (mla) spec.mla = mla;
   if (layerOverrides) spec.layerOverrides = layerOverrides;
   if (mtpLayers) spec.mtpLayers = mtpLayers;
+  if (hybrid && (text.attn_output_gate === true || text.attention_output_gate === true || text.mla_use_output_gate === true)) spec.attentionOutputGate = true;
+  if (hybrid) {
+    const { moe: _m, mla: _a, intermediateSize: _i, layerOverrides: _o, slidingWindow: _w, layers, ...parts } = hybrid;
+    if (layers && layers.some((l) => l.kind !== 'full' && l.kind !== 'sliding')) spec.layerMix = toRuns(layers);
+    Object.assign(spec, parts);
+  }
+  if (wrapped) spec.languageModelOnly = true;
   if (text.use_qk_norm === true && text.qk_norm_type === 'per_layer') spec.qkNorm = 'across_heads';
   // Qwen3's attention always normalizes each Q and K head (q_norm / k_norm); its config has no flag for it.
   else if (PER_HEAD_QK_NORM.has(architecture)) spec.qkNorm = 'per_head';
   return spec;
 }
 
+/**
+ * The checkpoint's weight and KV formats. A multimodal wrapper may keep quantization_config in text_config (Kimi
+ * K2.5). A ModelOpt quantization_config inside config.json with no hf_quant_config.json beside it
+ * (nvidia/Kimi-K2.5-NVFP4) says what that file would: `ignore` is its exclude_modules, `kv_cache_scheme` its KV
+ * format. A compressed-tensors MoE checkpoint whose `ignore` list leaves attention out (Kimi K2.5's INT4 experts)
+ * runs its dense GEMMs in 16 bits, as a ModelOpt one does.
+ */
+function checkpointFormats(config: Json, text: Json, quantConfig: unknown, isMoe: boolean): CheckpointQuant {
+  const qc = config.quantization_config ?? text.quantization_config;
+  const withQc: Json = qc === config.quantization_config ? config : { ...config, quantization_config: qc };
+  let hfQuant = isObj(quantConfig) ? quantConfig : undefined;
+  if (!hfQuant && isObj(qc) && qc.quant_method === 'modelopt' && typeof qc.quant_algo === 'string') {
+    const kv = qc.kv_cache_scheme;
+    const kvAlgo = isObj(kv) ? (Number(kv.num_bits) === 8 && kv.type === 'float' ? 'FP8' : undefined) : qc.kv_cache_quant_algo;
+    hfQuant = { quantization: { quant_algo: qc.quant_algo, kv_cache_quant_algo: kvAlgo ?? null, exclude_modules: qc.ignore ?? [] } };
+  }
+  const ckpt = checkpointQuant(withQc, hfQuant, isMoe);
+  if (isMoe && !hfQuant && isObj(qc) && qc.quant_method === 'compressed-tensors' && ignoresAttention(qc.ignore)) {
+    const dtype = config.torch_dtype ?? config.dtype ?? text.torch_dtype ?? text.dtype;
+    ckpt.quant.gemmDtype = dtype === 'float16' ? 'float16' : 'bfloat16';
+  }
+  return ckpt;
+}
+
+/** Whether a compressed-tensors `ignore` list (names or "re:" patterns) leaves the attention modules out. */
+function ignoresAttention(ignore: unknown): boolean {
+  return Array.isArray(ignore) && ignore.some((m) => typeof m === 'string' && /self_attn|attention/.test(m));
+}
+
 function slidingFromConfig(c: Json, numLayers: number, family: string): ModelSpec['slidingWindow'] {
   const window = typeof c.sliding_window === 'number' && c.sliding_window > 0 ? c.sliding_window : undefined;
   if (!window) return undefined;
+  // Qwen2-style configs (Qwen, MiMo) carry a window they do not use unless use_sliding_window is set.
+  if (c.use_sliding_window === false) return undefined;
   if (Array.isArray(c.layer_types) && c.layer_types.length === numLayers) {
     const layers = c.layer_types.map((t) => t === 'sliding_attention');
     return layers.some(Boolean) ? { window, layers } : undefined;
@@ -251,4 +351,293 @@ function deciBlocks(c: Json, id: string, numHeads: number, hidden: number, numLa
     if (Object.keys(o).length > 1) overrides.push(o);
   });
   return { numKvHeads, intermediateSize, overrides };
+}
+
+
+/** What a hybrid or sparse family adds to (or replaces in) the common fields. */
+type HybridParts = Partial<Pick<ModelSpec, 'moe' | 'mla' | 'intermediateSize' | 'layerOverrides' | 'slidingWindow' | 'gdn' | 'mamba2' | 'kda' | 'indexer' | 'compressed' | 'attentionShapes' | 'ungatedMlp'>> & {
+  /** Every layer's mixer; becomes `layerMix` when some layer is neither full nor sliding attention. */
+  layers?: LayerOf[];
+};
+
+/** Bytes per element of a recurrent state from its dtype name (mamba_ssm_dtype); 16 bits unless float32. */
+function stateBytesOf(v: unknown): number {
+  return v === 'float32' || v === 'fp32' ? 4 : 2;
+}
+
+/** A per-layer 0/1 list (moe_layer_freq) that must be dense first, then MoE: the number of dense first layers. */
+function denseFirst(v: unknown, numLayers: number, field: string, id: string): number {
+  if (typeof v === 'number' || v === undefined || v === null) return 0;
+  if (!Array.isArray(v) || v.length < numLayers) throw new InputError(`${id}: config.json: field "${field}" must list ${numLayers} layers`);
+  const first = v.findIndex((x) => x === 1);
+  const k = first < 0 ? numLayers : first;
+  if (v.slice(k, numLayers).some((x) => x !== 1)) throw new UnsupportedError(`${id}: ${field} with dense layers after the first MoE layer is not supported`);
+  return k;
+}
+
+function mlaOf(r: Reader): MlaSpec {
+  return {
+    qLoraRank: r.optInt('q_lora_rank') ?? 0,
+    kvLoraRank: r.int('kv_lora_rank'),
+    qkNopeHeadDim: r.int('qk_nope_head_dim'),
+    qkRopeHeadDim: r.int('qk_rope_head_dim'),
+    vHeadDim: r.int('v_head_dim'),
+  };
+}
+
+/** What a family's reader gets: the (text) config, its reader, and a reader of per-layer lists. */
+interface HybridInput {
+  family: string;
+  c: Json;
+  r: Reader;
+  id: string;
+  numLayers: number;
+  where: string;
+  /** The first numLayers entries of a per-layer list (some lists also cover the MTP layers). */
+  perLayer(key: string, v?: unknown): unknown[];
+}
+
+function gdnParts({ family, c, r, id, numLayers, perLayer }: HybridInput): HybridParts {
+  // Gated delta net on `linear_attention` layers, gated full attention on the others (every full_attention_interval-th).
+  const interval = r.optInt('full_attention_interval') ?? 4;
+  const types = Array.isArray(c.layer_types) ? perLayer('layer_types') : Array.from({ length: numLayers }, (_, i) => ((i + 1) % interval === 0 ? 'full_attention' : 'linear_attention'));
+  const layers = types.map((t): LayerOf => {
+    if (t === 'linear_attention') return { kind: 'gdn' };
+    if (t === 'full_attention') return { kind: 'full' };
+    throw new UnsupportedError(`${id}: layer type ${JSON.stringify(t)} is not supported`);
+  });
+  const parts: HybridParts = {
+    layers,
+    gdn: {
+      numKeyHeads: r.int('linear_num_key_heads'),
+      numValueHeads: r.int('linear_num_value_heads'),
+      keyHeadDim: r.int('linear_key_head_dim'),
+      valueHeadDim: r.int('linear_value_head_dim'),
+      convKernel: r.int('linear_conv_kernel_dim', 4),
+      stateBytes: stateBytesOf(c.mamba_ssm_dtype),
+    },
+  };
+  if (family === 'qwen3_5_moe') {
+    const shared = r.int('shared_expert_intermediate_size', 0);
+    parts.moe = {
+      numExperts: r.int('num_experts'),
+      topK: r.int('num_experts_per_tok'),
+      expertIntermediateSize: r.int('moe_intermediate_size'),
+      sharedExperts: shared > 0 ? 1 : 0,
+      sharedIntermediateSize: shared,
+      firstDenseLayers: Array.isArray(c.mlp_only_layers) ? c.mlp_only_layers.length : 0,
+    };
+  }
+  return parts;
+}
+
+function nemotronHParts({ c, r, id, numLayers, where, perLayer }: HybridInput): HybridParts {
+  // One block per layer: M = Mamba-2 mixer, * = attention, E = MoE FFN, - = dense MLP (hybrid_override_pattern,
+  // or the names in layers_block_type). A block is a mixer or an FFN, never both.
+  const NAMES: Record<string, string> = { mamba: 'M', attention: '*', moe: 'E', mlp: '-' };
+  const blocks = typeof c.hybrid_override_pattern === 'string'
+    ? [...c.hybrid_override_pattern]
+    : perLayer('layers_block_type').map((b) => NAMES[String(b)] ?? String(b));
+  if (blocks.length !== numLayers) throw new InputError(`${where}: hybrid_override_pattern has ${blocks.length} blocks for ${numLayers} layers`);
+  const hasMoe = blocks.includes('E');
+  if (hasMoe && blocks.includes('-')) throw new UnsupportedError(`${id}: dense MLP blocks beside MoE blocks are not supported`);
+  const overrides: LayerOverride[] = [];
+  const layers = blocks.map((b, layer): LayerOf => {
+    if (b === 'M' || b === '*') {
+      overrides.push({ layer, ffn: 'none' });
+      return { kind: b === 'M' ? 'mamba2' : 'full' };
+    }
+    if (b === 'E' || b === '-') {
+      overrides.push({ layer, attention: 'none' });
+      return { kind: 'none' };
+    }
+    throw new UnsupportedError(`${id}: Nemotron-H block ${JSON.stringify(b)} is not supported`);
+  });
+  const parts: HybridParts = {
+    layers,
+    layerOverrides: overrides,
+    ...(c.mlp_hidden_act === 'relu2' ? { ungatedMlp: true } : {}),
+    mamba2: {
+      numHeads: r.int('mamba_num_heads'),
+      headDim: r.int('mamba_head_dim'),
+      stateSize: r.int('ssm_state_size'),
+      groups: r.int('n_groups', 1),
+      convKernel: r.int('conv_kernel', 4),
+      chunkSize: r.int('chunk_size', 256),
+      stateBytes: stateBytesOf(c.mamba_ssm_cache_dtype),
+    },
+  };
+  if (hasMoe) {
+    const shared = r.int('n_shared_experts', 0);
+    parts.moe = {
+      numExperts: r.int('n_routed_experts'),
+      topK: r.int('num_experts_per_tok'),
+      expertIntermediateSize: r.int('moe_intermediate_size'),
+      sharedExperts: shared,
+      sharedIntermediateSize: shared > 0 ? r.int('moe_shared_expert_intermediate_size') : 0,
+      firstDenseLayers: 0,
+    };
+    const latent = r.optInt('moe_latent_size');
+    if (latent) parts.moe.latentSize = latent;
+  }
+  return parts;
+}
+
+function kimiLinearParts({ c, r, numLayers, where }: HybridInput): HybridParts {
+  // Kimi delta attention on kda_layers, MLA on full_attn_layers (both numbered from 1).
+  const lin = c.linear_attn_config;
+  if (!isObj(lin)) throw new InputError(`${where}: missing field "linear_attn_config"`);
+  const lr = new Reader(lin, `${where}: linear_attn_config`);
+  const full = new Set(Array.isArray(lin.full_attn_layers) ? lin.full_attn_layers : []);
+  const kda = new Set(Array.isArray(lin.kda_layers) ? lin.kda_layers : []);
+  const layers = Array.from({ length: numLayers }, (_, i): LayerOf => {
+    if (kda.has(i + 1)) return { kind: 'kda' };
+    if (full.has(i + 1)) return { kind: 'full' };
+    throw new InputError(`${where}: layer ${i + 1} is in neither linear_attn_config.kda_layers nor full_attn_layers`);
+  });
+  const shared = r.int('num_shared_experts', 0);
+  const inter = r.int('moe_intermediate_size');
+  const moe: MoeSpec = {
+    numExperts: r.int('num_experts'),
+    topK: r.optInt('num_experts_per_token') ?? r.int('num_experts_per_tok'),
+    expertIntermediateSize: inter,
+    sharedExperts: shared,
+    sharedIntermediateSize: shared > 0 ? inter : 0,
+    firstDenseLayers: r.int('first_k_dense_replace', 0),
+  };
+  const latent = r.optInt('routed_expert_hidden_size');
+  if (latent && latent !== r.int('hidden_size')) moe.latentSize = latent;
+  return {
+    layers,
+    moe,
+    mla: mlaOf(r),
+    kda: { numHeads: lr.int('num_heads'), headDim: lr.int('head_dim'), convKernel: lr.int('short_conv_kernel_size', 4), stateBytes: 4 },
+  };
+}
+
+function dsaParts({ r, numLayers }: HybridInput): HybridParts {
+  // MLA on every layer, with an indexer choosing index_topk cached tokens.
+  return {
+    layers: Array.from({ length: numLayers }, () => ({ kind: 'dsa' })),
+    indexer: { topK: r.int('index_topk'), numHeads: r.int('index_n_heads'), headDim: r.int('index_head_dim') },
+  };
+}
+
+function deepseekV4Parts({ r, where, perLayer }: HybridInput): HybridParts {
+  // A sliding window on every layer plus a compressed KV of 1/ratio entries per token (0: the window only);
+  // the ratio-4 layers pick index_topk compressed entries with an indexer. compress_ratios also lists the MTP layer.
+  const window = r.int('sliding_window');
+  const ratios = perLayer('compress_ratios');
+  const layers = ratios.map((x, i): LayerOf => {
+    if (typeof x !== 'number' || !Number.isInteger(x) || x < 0) throw new InputError(`${where}: compress_ratios[${i}] must be a non-negative integer`);
+    return { kind: 'compressed', window, ratio: x };
+  });
+  const shared = r.int('n_shared_experts', 0);
+  const inter = r.int('moe_intermediate_size');
+  return {
+    layers,
+    moe: { numExperts: r.int('n_routed_experts'), topK: r.int('num_experts_per_tok'), expertIntermediateSize: inter, sharedExperts: shared, sharedIntermediateSize: shared > 0 ? inter : 0, firstDenseLayers: 0 },
+    indexer: { topK: r.int('index_topk'), numHeads: r.int('index_n_heads'), headDim: r.int('index_head_dim') },
+    compressed: { hcMult: r.int('hc_mult'), oLoraRank: r.int('o_lora_rank'), oGroups: r.int('o_groups'), hashLayers: r.int('num_hash_layers', 0) },
+  };
+}
+
+function minimaxM3Parts({ c, r, id, numLayers, where, perLayer }: HybridInput): HybridParts {
+  // GQA on every layer; block-sparse attention where sparse_attention_freq is 1. Dense MLPs (dense_intermediate_size)
+  // before the first MoE layer (moe_layer_freq).
+  const sac = c.sparse_attention_config;
+  const sparse = isObj(sac) && sac.use_sparse_attention !== false ? perLayer('sparse_attention_config.sparse_attention_freq', sac.sparse_attention_freq) : [];
+  const layers = Array.from({ length: numLayers }, (_, i): LayerOf => ({ kind: sparse[i] === 1 ? 'minimax_sparse' : 'full' }));
+  const shared = r.int('n_shared_experts', 0);
+  const parts: HybridParts = {
+    layers,
+    intermediateSize: r.int('dense_intermediate_size', r.int('intermediate_size')),
+    moe: {
+      numExperts: r.int('num_local_experts'),
+      topK: r.int('num_experts_per_tok'),
+      expertIntermediateSize: r.int('moe_intermediate_size', r.int('intermediate_size')),
+      sharedExperts: shared,
+      sharedIntermediateSize: shared > 0 ? r.int('shared_intermediate_size') : 0,
+      firstDenseLayers: denseFirst(c.moe_layer_freq, numLayers, 'moe_layer_freq', id) || r.int('first_k_dense_replace', 0),
+    },
+  };
+  if (isObj(sac) && sparse.includes(1)) {
+    const sr = new Reader(sac, `${where}: sparse_attention_config`);
+    parts.indexer = { topK: sr.int('sparse_topk_blocks'), numHeads: sr.int('sparse_num_index_heads'), headDim: sr.int('sparse_index_dim'), blockSize: sr.int('sparse_block_size') };
+  }
+  return parts;
+}
+
+function gemma4Parts({ c, r, id }: HybridInput): HybridParts {
+  // Sliding layers have the global shape; the full-attention layers their own head dim, KV heads and K = V.
+  const parts: HybridParts = {};
+  const globalHd = r.optInt('global_head_dim');
+  if (globalHd !== undefined) {
+    parts.attentionShapes = {
+      full: {
+        numHeads: r.int('num_attention_heads'),
+        numKvHeads: r.optInt('num_global_key_value_heads') ?? r.int('num_key_value_heads'),
+        headDim: globalHd,
+        ...(c.attention_k_eq_v === true ? { kEqV: true } : {}),
+      },
+    };
+  }
+  if (c.enable_moe_block === true) {
+    // Each layer runs a dense MLP and the experts side by side: the MLP is counted as a shared expert.
+    const inter = r.int('intermediate_size');
+    parts.moe = { numExperts: r.int('num_experts'), topK: r.int('top_k_experts'), expertIntermediateSize: r.int('moe_intermediate_size'), sharedExperts: 1, sharedIntermediateSize: inter, firstDenseLayers: 0 };
+  }
+  if ((r.optInt('num_kv_shared_layers') ?? 0) > 0) throw new UnsupportedError(`${id}: KV shared across layers (num_kv_shared_layers) is not supported`);
+  return parts;
+}
+
+function mimoV2Parts({ c, r, id, numLayers, perLayer }: HybridInput): HybridParts {
+  // hybrid_layer_pattern: 1 = sliding window (swa_* shape), 0 = full attention; values of v_head_dim.
+  const pattern = perLayer('hybrid_layer_pattern');
+  const window = r.int('sliding_window');
+  const v = r.int('v_head_dim');
+  const full = { numHeads: r.int('num_attention_heads'), numKvHeads: r.int('num_key_value_heads'), headDim: r.int('head_dim'), vHeadDim: v };
+  const sliding = {
+    numHeads: r.int('swa_num_attention_heads', full.numHeads),
+    numKvHeads: r.int('swa_num_key_value_heads', full.numKvHeads),
+    headDim: r.int('swa_head_dim', full.headDim),
+    vHeadDim: r.int('swa_v_head_dim', v),
+  };
+  const shared = r.optInt('n_shared_experts') ?? 0;
+  const inter = r.int('moe_intermediate_size');
+  return {
+    slidingWindow: { window, layers: pattern.map((x) => x === 1) },
+    attentionShapes: { full, sliding },
+    moe: {
+      numExperts: r.int('n_routed_experts'),
+      topK: r.int('num_experts_per_tok'),
+      expertIntermediateSize: inter,
+      sharedExperts: shared,
+      sharedIntermediateSize: shared > 0 ? inter : 0,
+      firstDenseLayers: denseFirst(c.moe_layer_freq, numLayers, 'moe_layer_freq', id),
+    },
+  };
+}
+
+/** Hybrid and sparse families, each read by its own function. */
+const HYBRID: Readonly<Record<string, (h: HybridInput) => HybridParts>> = {
+  qwen3_5: gdnParts,
+  qwen3_5_moe: gdnParts,
+  nemotron_h: nemotronHParts,
+  kimi_linear: kimiLinearParts,
+  deepseek_v32: dsaParts,
+  glm_moe_dsa: dsaParts,
+  deepseek_v4: deepseekV4Parts,
+  minimax_m3: minimaxM3Parts,
+  gemma4: gemma4Parts,
+  mimo_v2: mimoV2Parts,
+};
+
+function hybridParts(family: string, c: Json, r: Reader, id: string, numLayers: number): HybridParts {
+  const where = `${id}: config.json`;
+  const perLayer = (key: string, v: unknown = c[key]): unknown[] => {
+    if (!Array.isArray(v) || v.length < numLayers) throw new InputError(`${where}: field "${key}" must list ${numLayers} layers`);
+    return v.slice(0, numLayers);
+  };
+  return HYBRID[family]?.({ family, c, r, id, numLayers, where, perLayer }) ?? {};
 }

@@ -1,4 +1,5 @@
 // Markdown tables of the bundled systems and models (README text is generated from the data, and tested).
+import { layerMixSummary } from './layers.js';
 import { countParams } from './params.js';
 import { BACKENDS, type ModelSpec, type SystemSpec } from './types.js';
 
@@ -33,7 +34,7 @@ export function systemsMarkdown(systems: SystemSpec[]): string {
 }
 
 export function modelsMarkdown(models: ModelSpec[]): string {
-  const lines = [row(['id', 'family', 'params B (published)', 'layers', 'hidden', 'heads / kv', 'experts', 'weights', 'KV cache', 'also resolves']), row(Array.from({ length: 10 }, () => '---'))];
+  const lines = [row(['id', 'family', 'params B (published)', 'layers', 'layer mix', 'hidden', 'heads / kv', 'experts', 'weights', 'KV cache', 'also resolves']), row(Array.from({ length: 11 }, () => '---'))];
   for (const m of models) {
     const experts = m.moe ? `${m.moe.numExperts}${m.moe.sharedExperts ? `+${m.moe.sharedExperts}` : ''} top-${m.moe.topK}` : '-';
     const weights = m.quant.gemmDtype === m.quant.moeDtype ? m.quant.gemmDtype : `${m.quant.gemmDtype}, experts ${m.quant.moeDtype}`;
@@ -43,6 +44,7 @@ export function modelsMarkdown(models: ModelSpec[]): string {
         m.family,
         `${(countParams(m) / 1e9).toFixed(2)} (${m.publishedParamsB ?? '?'})`,
         m.numLayers,
+        layerMixSummary(m),
         m.hiddenSize,
         m.mla ? `${m.numHeads} (MLA)` : `${m.numHeads} / ${m.numKvHeads}`,
         experts,

@@ -1,12 +1,13 @@
 // Resolve what the user named with --hf-id into a ModelSpec, in a fixed order:
 // bundled registry -> local directory -> path to a config.json -> local HF cache -> the Hub over HTTPS.
+// An id whose organisation moved on the Hub (zhipuai/GLM-5 -> zai-org/GLM-5) resolves as its current id.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, join, resolve as resolvePath } from 'node:path';
 import JSON5 from 'json5';
 import { InputError } from '../util/errors.js';
 import { parseHfConfig } from './hf-config.js';
-import { findBundled, loadRegistry } from './registry.js';
+import { findBundled, loadRegistry, renamedId } from './registry.js';
 import type { ModelSpec } from './types.js';
 
 export { parseHfConfig, SUPPORTED_ARCHITECTURES } from './hf-config.js';
@@ -34,7 +35,8 @@ export async function resolveModel(hfId: string, opts: ResolveOptions = {}): Pro
   if (name === '') throw new InputError('--hf-id is empty; give a bundled id (see `configure models`), a directory with config.json, or ORG/NAME');
   const env = opts.env ?? process.env;
 
-  const bundled = findBundled(name);
+  const current = renamedId(name);
+  const bundled = findBundled(name) ?? (current !== name ? findBundled(current) : undefined);
   if (bundled) return structuredClone(bundled);
 
   if (existsSync(name)) {
@@ -50,10 +52,12 @@ export async function resolveModel(hfId: string, opts: ResolveOptions = {}): Pro
     throw new InputError(`model "${hfId}" is not bundled, not a local directory or config.json, and not an ORG/NAME Hub id; bundled models: configure models`);
   }
 
-  const cached = findInHfCache(name, env);
-  if (cached) return fromDirectory(cached, name, 'hf-cache');
+  const cachedOld = current !== name ? findInHfCache(name, env) : undefined;
+  if (cachedOld) return fromDirectory(cachedOld, current, 'hf-cache');
+  const cached = findInHfCache(current, env);
+  if (cached) return fromDirectory(cached, current, 'hf-cache');
 
-  return fromHub(name, env, opts);
+  return fromHub(current, env, opts);
 }
 
 function displayIdForDir(dir: string): string {

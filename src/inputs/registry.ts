@@ -43,6 +43,7 @@ const entrySchema = z.strictObject({
     .strictObject({ qLoraRank: int, kvLoraRank: pos, qkNopeHeadDim: pos, qkRopeHeadDim: pos, vHeadDim: pos })
     .optional(),
   mtpLayers: int.optional(),
+  languageModelOnly: z.boolean().optional(),
   qkNorm: z.enum(['per_head', 'across_heads']).optional(),
   layerOverrides: z
     .array(
@@ -94,6 +95,7 @@ function toSpec(e: Entry, file: string): ModelSpec {
   if (e.moe) spec.moe = { ...e.moe };
   if (e.mla) spec.mla = { ...e.mla };
   if (e.mtpLayers) spec.mtpLayers = e.mtpLayers;
+  if (e.languageModelOnly) spec.languageModelOnly = true;
   if (e.qkNorm) spec.qkNorm = e.qkNorm;
   if (e.layerOverrides) {
     const bad = e.layerOverrides.find((o) => o.layer >= numLayers);
@@ -159,4 +161,22 @@ export function findBundled(name: string): ModelSpec | undefined {
   if (exact || k.includes('/')) return exact;
   const bare = all.filter((s) => [s.id, ...(s.aliases ?? [])].some((n) => n.toLowerCase().split('/')[1] === k));
   return bare.length === 1 ? bare[0] : undefined;
+}
+
+/**
+ * Organisations that moved on the Hub, old name (lower case) to new. The Hub redirects the old ids; the measured
+ * runs and older scripts still use them.
+ * - THUDM -> zai-org: Zhipu AI moved its GLM repositories (THUDM/GLM-4-9B-0414 is now zai-org/GLM-4-9B-0414).
+ * - zhipuai -> zai-org: the spelling of the end-to-end measurements (zhipuai/GLM-5 is zai-org/GLM-5).
+ */
+const MOVED_ORGS: Readonly<Record<string, string>> = {
+  thudm: 'zai-org',
+  zhipuai: 'zai-org',
+};
+
+/** The current id of a model whose organisation moved (`zhipuai/GLM-5` -> `zai-org/GLM-5`); other names unchanged. */
+export function renamedId(name: string): string {
+  const m = /^([\w.-]+)\/([\w.-]+)$/.exec(name.trim());
+  const org = m ? MOVED_ORGS[m[1]!.toLowerCase()] : undefined;
+  return m && org ? `${org}/${m[2]}` : name;
 }

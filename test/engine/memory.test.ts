@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { kvBytesPerToken, memoryFor, weightBytesPerGpu, isRefusal } from '../../src/engine/index.js';
+import { estimateAgg, estimateDisagg, kvBytesPerToken, memoryFor, modelRefusal, weightBytesPerGpu, isRefusal } from '../../src/engine/index.js';
 import { testCtx } from './helpers.js';
+import { gdnStateBytes, kdaStateBytes, mamba2StateBytes, sequenceBytes } from '../../src/engine/memory.js';
+import { findBundled } from '../../src/inputs/registry.js';
+import type { ModelSpec } from '../../src/inputs/types.js';
+import { UnsupportedError } from '../../src/util/errors.js';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseHfConfig, parseJsonText } from '../../src/inputs/models.js';
+import { referencePath } from '../../src/util/paths.js';
 
 const GB = 1e9;
 const L = (tp: number, extra: Partial<{ pp: number; dp: number; moeTp: number; moeEp: number }> = {}) => ({ tp, pp: 1, dp: 1, moeTp: tp, moeEp: 1, ...extra });
@@ -82,5 +90,112 @@ describe('memory picture', () => {
     if (!isRefusal(r)) return;
     expect(r.constraint).toBe('memory');
     expect(r.reason).toMatch(/weights need \d+\.\d GiB per GPU/);
+  });
+});
+
+/** A Qwen3.5-like hybrid: three gated-delta-net layers to one full-attention layer, 8 layers in all. */
+function hybridSpec(): ModelSpec {
+  return {
+    ...findBundled('Qwen/Qwen3-8B')!,
+    id: 'x/qwen3.5-like',
+    family: 'qwen3_5',
+    architecture: 'Qwen3_5ForConditionalGeneration',
+    numLayers: 8,
+    numKvHeads: 2,
+    headDim: 256,
+    layerMix: [{ kind: 'gdn', count: 3 }, { kind: 'full', count: 1 }, { kind: 'gdn', count: 3 }, { kind: 'full', count: 1 }],
+    gdn: { numKeyHeads: 16, numValueHeads: 64, keyHeadDim: 128, valueHeadDim: 128, convKernel: 4, stateBytes: 4 },
+  };
+}
+
+describe('state per sequence by layer kind', () => {
+  it('a gated-delta-net layer keeps numValueHeads x keyHeadDim x valueHeadDim state plus its convolution window', () => {
+    const g = hybridSpec().gdn!;
+    expect(gdnStateBytes(g)).toBe(64 * 128 * 128 * 4 + 3 * (2 * 16 * 128 + 64 * 128) * 2);
+  });
+  it('a Mamba-2 layer keeps nheads x head_dim x d_state plus the conv window over x, B and C', () => {
+    const s = { numHeads: 128, headDim: 64, stateSize: 128, groups: 8, convKernel: 4, chunkSize: 128, stateBytes: 4 };
+    expect(mamba2StateBytes(s)).toBe(128 * 64 * 128 * 4 + 3 * (128 * 64 + 2 * 8 * 128) * 2);
+    expect(kdaStateBytes({ numHeads: 96, headDim: 128, convKernel: 4, stateBytes: 4 })).toBe(96 * 128 * 128 * 4 + 3 * 3 * 96 * 128 * 2);
+  });
+  it('hybrid: KV grows with the full-attention layers only, the recurrent state is fixed', () => {
+    const m = hybridSpec();
+    const kvPerToken = 2 * (2 * 2 * 256 * 2); // two full layers x K and V x 2 kv heads x 256 x bf16
+    const short = sequenceBytes(m, 'bfloat16', 1000);
+    const long = sequenceBytes(m, 'bfloat16', 32768);
+    expect(short.kv).toBe(kvPerToken * 1000);
+    expect(long.kv).toBe(kvPerToken * 32768);
+    expect(short.recurrent).toBe(6 * gdnStateBytes(m.gdn!));
+    expect(long.recurrent).toBe(short.recurrent);
+    // The same shape with every layer full attention holds four times the KV and no state.
+    const plain = sequenceBytes({ ...m, layerMix: undefined, gdn: undefined }, 'bfloat16', 32768);
+    expect(plain.kv).toBe(4 * long.kv);
+    expect(plain.recurrent).toBe(0);
+  });
+  it('sliding layers hold at most their window; the DSA indexer adds its keys per token', () => {
+    const m: ModelSpec = { ...hybridSpec(), layerMix: [{ kind: 'sliding', count: 6, window: 512 }, { kind: 'full', count: 2 }], gdn: undefined };
+    const b = sequenceBytes(m, 'fp8', 4096);
+    expect(b.window).toBe(6 * 2 * 2 * 256 * 512);
+    expect(b.kv).toBe(2 * 2 * 2 * 256 * 4096);
+    const ds = findBundled('deepseek-ai/DeepSeek-V3')!;
+    const dsa: ModelSpec = { ...ds, layerMix: [{ kind: 'dsa', count: 61 }], indexer: { topK: 2048, numHeads: 64, headDim: 128 } };
+    const d = sequenceBytes(dsa, 'fp8', 1000);
+    expect(d.kv).toBe(61 * (512 + 64) * 1000);
+    expect(d.indexer).toBe(61 * 128 * 1000);
+  });
+  it.each(['meta-llama/Llama-3.1-8B', 'deepseek-ai/DeepSeek-V3', 'openai/gpt-oss-120b', 'nvidia/Llama-3_3-Nemotron-Super-49B-v1'])(
+    '%s: agrees with the KV bytes per token that pricing uses',
+    (id) => {
+      const ctx = testCtx(id);
+      const kv = kvBytesPerToken(ctx, L(1));
+      const b = sequenceBytes(ctx.model, ctx.kvDtype, 10000);
+      expect(b.kv).toBe(kv.full * 10000);
+      expect(b.window).toBe(kv.sliding * Math.min(10000, kv.window || 10000));
+      expect(b.recurrent).toBe(0);
+    },
+  );
+});
+
+describe('models with layers the engine cannot price', () => {
+  it('are refused with exit 4 and a reason naming the kind, wherever they meet the engine', () => {
+    const ctx = { ...testCtx('Qwen/Qwen3-8B'), model: hybridSpec() };
+    const why = 'x/qwen3.5-like: 6 gated-delta-net layers are not priced yet (issue: model families)';
+    expect(modelRefusal(ctx.model)).toBe(why);
+    for (const call of [
+      () => memoryFor(ctx, L(1), 8192),
+      () => estimateAgg(ctx, { ...L(1), batchSize: 8, maxNumTokens: 8192 }),
+      () => estimateDisagg(ctx, { prefill: { ...L(1), batchSize: 1, maxNumTokens: 8192, workers: 1 }, decode: { ...L(1), batchSize: 8, maxNumTokens: 8192, workers: 1 } }),
+    ]) {
+      let err: unknown;
+      try {
+        call();
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(UnsupportedError);
+      expect((err as UnsupportedError).exitCode).toBe(4);
+      expect((err as Error).message).toBe(why);
+    }
+  });
+  it('today\'s models are priced; new attention shapes and several kinds are all named', () => {
+    for (const id of ['Qwen/Qwen3-32B', 'deepseek-ai/DeepSeek-V3', 'openai/gpt-oss-120b', 'nvidia/Llama-3_3-Nemotron-Super-49B-v1']) {
+      expect(modelRefusal(findBundled(id)!), id).toBeUndefined();
+    }
+    const gemma: ModelSpec = { ...hybridSpec(), layerMix: undefined, gdn: undefined, attentionShapes: { full: { numHeads: 16, numKvHeads: 2, headDim: 512, kEqV: true } } };
+    expect(modelRefusal(gemma)).toBe('x/qwen3.5-like: 8 full-attention layers of their own shape (head dim 512, 2 KV heads, K shared with V) are not priced yet (issue: model families)');
+    const mixed: ModelSpec = { ...hybridSpec(), layerMix: [{ kind: 'mamba2', count: 4 }, { kind: 'none', count: 3 }, { kind: 'full', count: 1 }], ungatedMlp: true };
+    expect(modelRefusal(mixed)).toMatch(/^x\/qwen3\.5-like: 4 Mamba-2 layers and ungated \(relu2\) MLPs are not priced yet/);
+  });
+});
+
+describe.skipIf(!existsSync(join(referencePath(), 'model-configs')))('a hybrid checkpoint at 32k tokens', () => {
+  it('Qwen3.5-397B-A17B holds the KV of its 15 full-attention layers and a fixed GDN state: a quarter of a plain model\'s KV', () => {
+    const file = join(referencePath(), 'model-configs', 'Qwen--Qwen3.5-397B-A17B_config.json');
+    const m = parseHfConfig(parseJsonText(readFileSync(file, 'utf8'), file), undefined, 'Qwen/Qwen3.5-397B-A17B', 'test');
+    const MiB = 2 ** 20;
+    const b = sequenceBytes(m, 'bfloat16', 32768);
+    expect(b.kv / MiB).toBe(960); // 15 x 2 x 2 kv heads x 256 x 2 bytes x 32768
+    expect(b.recurrent).toBe(45 * (64 * 128 * 128 * 4 + 3 * (2 * 16 * 128 + 64 * 128) * 2)); // 183.2 MiB
+    expect(sequenceBytes({ ...m, layerMix: undefined }, 'bfloat16', 32768).kv / MiB).toBe(3840);
   });
 });

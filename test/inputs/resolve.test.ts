@@ -5,6 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findInHfCache, hfCacheDir, resolveModel } from '../../src/inputs/models.js';
+import { renamedId } from '../../src/inputs/registry.js';
+import { modelRefusal } from '../../src/engine/index.js';
 import { InputError, UnsupportedError } from '../../src/util/errors.js';
 
 const tiny = (layers = 4) => ({
@@ -20,6 +22,12 @@ const tiny = (layers = 4) => ({
   tie_word_embeddings: true,
   torch_dtype: 'bfloat16',
 });
+
+const GLM5 = {
+  ...tiny(), architectures: ['GlmMoeDsaForCausalLM'], q_lora_rank: 128, kv_lora_rank: 64, qk_nope_head_dim: 48, qk_rope_head_dim: 16,
+  v_head_dim: 64, n_routed_experts: 8, num_experts_per_tok: 2, moe_intermediate_size: 128, n_shared_experts: 1, first_k_dense_replace: 3,
+  index_topk: 2048, index_n_heads: 4, index_head_dim: 32,
+};
 
 let root: string;
 beforeAll(() => {
@@ -124,6 +132,35 @@ describe('Hugging Face cache', () => {
   });
 });
 
+describe('organisations that moved on the Hub', () => {
+  /** GLM-5's config.json, shrunk: MLA with a DSA indexer on every layer, experts after three dense layers. */
+  const glm5 = GLM5;
+  it('renamedId maps the old organisation (any case) and leaves every other id alone', () => {
+    expect(renamedId('zhipuai/GLM-5')).toBe('zai-org/GLM-5');
+    expect(renamedId('THUDM/GLM-4-9B-0414')).toBe('zai-org/GLM-4-9B-0414');
+    expect(renamedId('thudm/glm-4-9b')).toBe('zai-org/glm-4-9b');
+    for (const id of ['zai-org/GLM-5', 'Qwen/Qwen3-8B', 'zhipuai', './zhipuai/GLM-5', 'a/b/c']) expect(renamedId(id)).toBe(id);
+  });
+  it('the old id resolves to the current one in the cache, and its refusal names the current id', async () => {
+    const cache = join(root, 'cache-moved');
+    writeCache(cache, 'zai-org/GLM-5', 'r', glm5);
+    const m = await resolveModel('zhipuai/GLM-5', { env: offline({ HF_HUB_CACHE: cache }) });
+    expect(m).toMatchObject({ id: 'zai-org/GLM-5', family: 'glm_moe_dsa', layerMix: [{ kind: 'dsa', count: 4 }] });
+    expect(modelRefusal(m)).toMatch(/^zai-org\/GLM-5: 4 DeepSeek-sparse-attention \(DSA\) layers are not priced yet/);
+    const direct = await resolveModel('zai-org/GLM-5', { env: offline({ HF_HUB_CACHE: cache }) });
+    expect(modelRefusal(direct)).toBe(modelRefusal(m));
+  });
+  it('a checkpoint cached under the old name is found and reported under the new one', async () => {
+    const cache = join(root, 'cache-old-name');
+    writeCache(cache, 'THUDM/tiny-glm', 'r', tiny(3));
+    const m = await resolveModel('THUDM/tiny-glm', { env: offline({ HF_HUB_CACHE: cache }) });
+    expect(m).toMatchObject({ id: 'zai-org/tiny-glm', numLayers: 3, source: 'hf-cache' });
+  });
+  it('offline and not cached: the error names the id asked for', async () => {
+    await expect(resolveModel('zhipuai/GLM-5', { env: offline({ HF_HUB_CACHE: join(root, 'none') }) })).rejects.toThrow(/"zai-org\/GLM-5" is not bundled/);
+  });
+});
+
 describe('the Hub over HTTP (local server)', () => {
   let server: Server;
   let endpoint: string;
@@ -140,6 +177,7 @@ describe('the Hub over HTTP (local server)', () => {
       return void res.writeHead(401).end('gated');
     }
     if (url === '/acme/broken/resolve/main/config.json') return void res.writeHead(200).end('not json');
+    if (url === '/zai-org/GLM-5/resolve/main/config.json') return void res.writeHead(200).end(JSON.stringify(GLM5));
     res.writeHead(404).end('not found');
   };
   beforeAll(async () => {
@@ -175,6 +213,12 @@ describe('the Hub over HTTP (local server)', () => {
   });
   it('404: not found anywhere', async () => {
     await expect(resolveModel('acme/missing', { env: env() })).rejects.toThrow(/not found: .*the Hub answered 404/);
+  });
+  it('asks the Hub for the current id of a moved organisation', async () => {
+    const m = await resolveModel('zhipuai/GLM-5', { env: env() });
+    expect(m).toMatchObject({ id: 'zai-org/GLM-5', family: 'glm_moe_dsa', source: 'hub' });
+    expect(seen.some((s) => s.url === '/zai-org/GLM-5/resolve/main/config.json')).toBe(true);
+    expect(seen.some((s) => s.url.startsWith('/zhipuai/'))).toBe(false);
   });
   it('a Hub answer that is not JSON is bad input', async () => {
     await expect(resolveModel('acme/broken', { env: env() })).rejects.toThrow(/config\.json of acme\/broken from the Hub is not valid JSON/);

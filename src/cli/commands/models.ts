@@ -6,6 +6,7 @@ import { printJson, runAction, type GlobalOptions } from '../common.js';
 import { addGlobalOptions } from '../options.js';
 import { modelsMarkdown } from '../../inputs/markdown.js';
 import { activeParams, countParams, listBundledModels, resolveModel } from '../../inputs/models.js';
+import { layerMixSummary } from '../../inputs/layers.js';
 import type { ModelSpec } from '../../inputs/types.js';
 
 const EXAMPLES = `
@@ -34,13 +35,13 @@ function weightFormat(m: ModelSpec): string {
 
 export function modelsTable(models: ModelSpec[]): string {
   const table = new Table({
-    head: ['id', 'family', 'params B', 'layers', 'hidden', 'heads/kv', 'experts', 'weights', 'kv cache'],
+    head: ['id', 'family', 'params B', 'layers', 'layer mix', 'hidden', 'heads/kv', 'experts', 'weights', 'kv cache'],
     ...PLAIN_STYLE,
     chars: NO_ROW_RULES,
   });
   for (const m of models) {
     const heads = m.mla ? `${m.numHeads} MLA` : `${m.numHeads}/${m.numKvHeads}`;
-    table.push([m.id, m.family, billions(countParams(m)), m.numLayers, m.hiddenSize, heads, experts(m), weightFormat(m), m.kvDtype]);
+    table.push([m.id, m.family, billions(countParams(m)), m.numLayers, layerMixSummary(m), m.hiddenSize, heads, experts(m), weightFormat(m), m.kvDtype]);
   }
   return table.toString();
 }
@@ -57,7 +58,7 @@ export function registerModels(program: Command): void {
       const models = opts.hfId ? [await resolveModel(opts.hfId)] : listBundledModels();
       if (opts.json) {
         printJson({
-          models: models.map((m) => ({ ...m, paramsB: billions(countParams(m)), activeParamsB: billions(activeParams(m)) })),
+          models: models.map((m) => ({ ...m, layerMixSummary: layerMixSummary(m), paramsB: billions(countParams(m)), activeParamsB: billions(activeParams(m)) })),
         });
       } else if (opts.markdown) {
         process.stdout.write(modelsMarkdown(models) + '\n');

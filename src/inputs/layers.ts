@@ -1,0 +1,109 @@
+// The layer mix of a model: which kind of token mixer each layer runs (full or sliding attention, linear
+// attention, state-space mixers, sparse attention), as a per-layer list, as runs, and as a short summary.
+import type { LayerKind, LayerRun, ModelSpec } from './types.js';
+
+/** One layer's mixer; `window` and `ratio` as in LayerRun. */
+export interface LayerOf {
+  kind: LayerKind;
+  window?: number;
+  ratio?: number;
+}
+
+/** What each kind is called in messages. */
+export const LAYER_KIND_NAMES: Readonly<Record<LayerKind, string>> = {
+  full: 'full-attention',
+  sliding: 'sliding-window',
+  gdn: 'gated-delta-net',
+  mamba2: 'Mamba-2',
+  kda: 'Kimi-delta-attention (KDA)',
+  dsa: 'DeepSeek-sparse-attention (DSA)',
+  minimax_sparse: 'MiniMax-sparse-attention',
+  compressed: 'DeepSeek-V4 compressed-attention',
+  none: 'FFN-only',
+};
+
+const SHORT: Readonly<Record<LayerKind, string>> = {
+  full: 'full',
+  sliding: 'sliding',
+  gdn: 'GDN',
+  mamba2: 'Mamba-2',
+  kda: 'KDA',
+  dsa: 'DSA',
+  minimax_sparse: 'sparse',
+  compressed: 'compressed',
+  none: 'FFN-only',
+};
+
+/** Run-length form of a per-layer list (consecutive layers of the same kind, window and ratio merge). */
+export function toRuns(layers: readonly LayerOf[]): LayerRun[] {
+  const runs: LayerRun[] = [];
+  for (const l of layers) {
+    const last = runs[runs.length - 1];
+    if (last && last.kind === l.kind && last.window === l.window && last.ratio === l.ratio) {
+      last.count++;
+      continue;
+    }
+    const run: LayerRun = { kind: l.kind, count: 1 };
+    if (l.window !== undefined) run.window = l.window;
+    if (l.ratio !== undefined) run.ratio = l.ratio;
+    runs.push(run);
+  }
+  return runs;
+}
+
+/**
+ * Every layer's mixer, in layer order: from `layerMix` when the spec has one, otherwise full attention with the
+ * sliding layers of `slidingWindow` (the attention a layer override removes or replaces stays 'full' here: the
+ * override says what the engine runs).
+ */
+export function layersOf(m: ModelSpec): LayerOf[] {
+  if (m.layerMix) {
+    return m.layerMix.flatMap((r) => Array.from({ length: r.count }, () => {
+      const l: LayerOf = { kind: r.kind };
+      if (r.window !== undefined) l.window = r.window;
+      if (r.ratio !== undefined) l.ratio = r.ratio;
+      return l;
+    }));
+  }
+  const sw = m.slidingWindow;
+  return Array.from({ length: m.numLayers }, (_, i) => (sw?.layers[i] ? { kind: 'sliding', window: sw.window } : { kind: 'full' }));
+}
+
+/** Number of layers of each kind. */
+export function countKinds(m: ModelSpec): Partial<Record<LayerKind, number>> {
+  const out: Partial<Record<LayerKind, number>> = {};
+  for (const l of layersOf(m)) out[l.kind] = (out[l.kind] ?? 0) + 1;
+  return out;
+}
+
+/** The label of one layer in the summary: `sliding(512)`, `full[hd 512, K=V]`, `compressed(1/4)`, `GDN`. */
+function labelOf(m: ModelSpec, l: LayerOf): string {
+  let label = SHORT[l.kind];
+  if (l.kind === 'sliding') label += `(${l.window})`;
+  if (l.kind === 'compressed') label = l.ratio ? `compressed(1/${l.ratio})` : `window(${l.window})`;
+  const shape = l.kind === 'full' || l.kind === 'sliding' ? m.attentionShapes?.[l.kind] : undefined;
+  if (shape) {
+    const notes = [`hd ${shape.headDim}${shape.vHeadDim !== undefined ? `/${shape.vHeadDim}` : ''}`, `kv ${shape.numKvHeads}`];
+    if (shape.kEqV) notes.push('K=V');
+    label += `[${notes.join(', ')}]`;
+  }
+  return label;
+}
+
+/**
+ * The layer mix in one line, most common kind first: `45 GDN + 15 full`, `40 sliding(512) + 8 full`, `64 full`.
+ * Layers whose attention a layer override removes count as `no-attn`, replaced by a linear as `linear`.
+ */
+export function layerMixSummary(m: ModelSpec): string {
+  const overrides = new Map((m.layerOverrides ?? []).map((o) => [o.layer, o]));
+  const counts = new Map<string, number>();
+  layersOf(m).forEach((l, i) => {
+    const o = overrides.get(i)?.attention;
+    const label = l.kind === 'full' && o === 'none' ? 'no-attn' : l.kind === 'full' && o === 'linear' ? 'linear' : labelOf(m, l);
+    counts.set(label, (counts.get(label) ?? 0) + 1);
+  });
+  return [...counts.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .map(([label, n]) => `${n} ${label}`)
+    .join(' + ');
+}
