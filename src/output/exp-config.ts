@@ -6,8 +6,16 @@ import type { EngineContext } from '../engine/types.js';
 import type { Mode, SearchInputs } from '../search/types.js';
 import { InputError } from '../util/errors.js';
 import { BACKENDS, DTYPES } from '../inputs/types.js';
+import type { ImageComponent, ImageOverrides } from './plan.js';
 
 const intList = z.array(z.number().int().positive()).min(1);
+const imageRef = z.string().regex(/^\S+$/, 'an image reference without spaces');
+
+/** `image`: one image for every component, or images by component (the others run the Dynamo runtime image). */
+export const imageSchema = z.union([
+  imageRef,
+  z.strictObject({ frontend: imageRef.optional(), agg: imageRef.optional(), prefill: imageRef.optional(), decode: imageRef.optional() }),
+], { error: 'an image reference, or images by component (frontend, agg, prefill, decode)' });
 
 export const experimentSchema = z.strictObject({
   name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'letters, digits, ".", "_" or "-"'),
@@ -27,6 +35,7 @@ export const experimentSchema = z.strictObject({
   weight_dtype: z.enum(DTYPES).optional(),
   kv_cache_dtype: z.enum(DTYPES).optional(),
   top_n: z.number().int().positive().default(5),
+  image: imageSchema.optional(),
   search: z
     .strictObject({
       tp: intList.optional(),
@@ -91,11 +100,28 @@ export function parseExperimentFile(text: string, path: string): ExperimentFile 
 function acceptedKeys(path: (string | number)[]): string {
   if (path.length === 0) return 'experiments';
   if (path.length === 3 && path[2] === 'search') return Object.keys(experimentSchema.shape.search.unwrap().shape).join(', ');
+  if (path.length === 3 && path[2] === 'image') return 'frontend, agg, prefill, decode (or one image for all)';
   return Object.keys(experimentSchema.shape).join(', ');
 }
 
-/** One experiment reproducing a search for one mode. */
-export function experimentFor(inputs: SearchInputs, mode: Mode | 'both', ctx?: EngineContext): Record<string, unknown> {
+/** Components whose images an experiment of each mode deploys. */
+const COMPONENTS: Record<Mode | 'both', ImageComponent[]> = {
+  agg: ['frontend', 'agg'],
+  disagg: ['frontend', 'prefill', 'decode'],
+  both: ['frontend', 'agg', 'prefill', 'decode'],
+};
+
+/** The `image` value for images by component: one string when every component runs the same image. */
+function imageEntry(images: ImageOverrides, mode: Mode | 'both'): string | ImageOverrides | undefined {
+  const given: ImageOverrides = {};
+  for (const c of COMPONENTS[mode]) if (images[c] !== undefined) given[c] = images[c];
+  const values = new Set(Object.values(given));
+  if (values.size === 0) return undefined;
+  return values.size === 1 && Object.keys(given).length === COMPONENTS[mode].length ? [...values][0] : given;
+}
+
+/** One experiment reproducing a search for one mode (with the images the run was given). */
+export function experimentFor(inputs: SearchInputs, mode: Mode | 'both', ctx?: EngineContext, images?: ImageOverrides): Record<string, unknown> {
   const e: Record<string, unknown> = {
     name: mode,
     mode,
@@ -116,10 +142,12 @@ export function experimentFor(inputs: SearchInputs, mode: Mode | 'both', ctx?: E
   if (ctx && ctx.gemmDtype !== ctx.model.quant.gemmDtype) e.weight_dtype = ctx.gemmDtype;
   if (ctx && ctx.kvDtype !== ctx.model.kvDtype) e.kv_cache_dtype = ctx.kvDtype;
   e.top_n = inputs.topN;
+  const image = images ? imageEntry(images, mode) : undefined;
+  if (image !== undefined) e.image = image;
   return e;
 }
 
 /** exp_config.yaml text for one mode (or both). */
-export function buildExpConfig(inputs: SearchInputs, mode: Mode | 'both', ctx?: EngineContext): string {
-  return YAML.stringify({ experiments: [experimentFor(inputs, mode, ctx)] }, { lineWidth: 0 });
+export function buildExpConfig(inputs: SearchInputs, mode: Mode | 'both', ctx?: EngineContext, images?: ImageOverrides): string {
+  return YAML.stringify({ experiments: [experimentFor(inputs, mode, ctx, images)] }, { lineWidth: 0 });
 }

@@ -4,18 +4,27 @@ import type { Backend, Dtype, SystemSpec } from '../inputs/types.js';
 import type { AggEstimate, DisaggEstimate, EngineContext, ParallelLayout } from '../engine/types.js';
 import type { Mode, RankedCandidate, SearchInputs } from '../search/types.js';
 import { gpusOf } from '../search/port.js';
-import { parseDynamoVersion, runtimeImage, type DynamoProfile, type ImageChoice } from './images.js';
+import { dgdApiVersion } from '../inputs/dynamo-runtime.js';
+import { parseDynamoVersion, releaseProfile, runtimeImage, type DynamoProfile, type ImageChoice } from './images.js';
 
 /** What the builders take: the search inputs, the engine context and one ranked candidate. */
 export interface PlanInput {
   inputs: SearchInputs;
   ctx: EngineContext;
   candidate: RankedCandidate;
-  /** --dynamo-version: 0.9 or 1.x; default: the profile of the runtime image. */
+  /** --dynamo-version: a Dynamo release (1.2.0) or a line (0.9, 1.x); default: the newest release shipping the engine. */
   dynamoVersion?: string;
+  /** Images given by the user, replacing the release's runtime image for those components. */
+  images?: ImageOverrides;
 }
 
 export type Role = 'agg' | 'prefill' | 'decode';
+
+/** A component of the deployment that runs an image. */
+export type ImageComponent = 'frontend' | Role;
+
+/** Images the user gave (--image for all components; per role in an experiment file). */
+export type ImageOverrides = Partial<Record<ImageComponent, string>>;
 
 export interface WorkerGroup {
   role: Role;
@@ -54,8 +63,19 @@ export interface DeployPlan {
   /** Weight format the checkpoint already has; a different gemmDtype means quantizing at load time. */
   checkpointGemmDtype: Dtype;
   isMoe: boolean;
+  /** Flag profile of the worker arguments: the one of the Dynamo release. */
   dynamo: DynamoProfile;
+  /** The Dynamo release's runtime image and how well it matches the engine version. */
   image: ImageChoice;
+  /** DynamoGraphDeployment API version the release serves (v1beta1 from 1.2.0). */
+  apiVersion: 'nvidia.com/v1alpha1' | 'nvidia.com/v1beta1';
+  /** Images the user gave, by component; the others run image.image. */
+  userImages: ImageOverrides;
+}
+
+/** The image a component runs: the user's, else the release's runtime image. */
+export function imageOf(plan: DeployPlan, component: ImageComponent): string {
+  return plan.userImages[component] ?? plan.image.image;
 }
 
 export function maxModelLen(isl: number, osl: number, maxPositions: number): number {
@@ -75,6 +95,7 @@ export function derivePlan(p: PlanInput): DeployPlan {
 function buildPlan(p: PlanInput): DeployPlan {
   const { inputs, ctx, candidate } = p;
   const est = candidate.estimate;
+  const image = runtimeImage(inputs.backend, inputs.version, parseDynamoVersion(p.dynamoVersion));
   const base = {
     modelId: inputs.model,
     backend: inputs.backend,
@@ -90,8 +111,10 @@ function buildPlan(p: PlanInput): DeployPlan {
     kvDtype: ctx.kvDtype,
     checkpointGemmDtype: ctx.model.quant.gemmDtype,
     isMoe: ctx.model.moe !== undefined,
-    dynamo: flagProfile(p.dynamoVersion, runtimeImage(inputs.backend, inputs.version)),
-    image: runtimeImage(inputs.backend, inputs.version),
+    dynamo: releaseProfile(image.release),
+    image,
+    apiVersion: dgdApiVersion(image.release),
+    userImages: { ...(p.images ?? {}) },
   };
   if (est.mode === 'agg') {
     const e = est as AggEstimate;
@@ -144,16 +167,6 @@ function buildPlan(p: PlanInput): DeployPlan {
     gpusUsed: replicas * perReplica,
     groups: [pool('prefill'), pool('decode')],
   };
-}
-
-/** The image's own Dynamo line: 0.x images take the 0.9 flags, 1.x images the 1.x flags. */
-export function imageProfile(image: ImageChoice): DynamoProfile {
-  return /^0\./.test(image.tag) ? '0.9' : '1.x';
-}
-
-/** --dynamo-version when given; otherwise the profile of the image that ships the predicted engine. */
-function flagProfile(requested: string | undefined, image: ImageChoice): DynamoProfile {
-  return requested ? parseDynamoVersion(requested) : imageProfile(image);
 }
 
 function pickLayout(l: ParallelLayout): ParallelLayout {

@@ -15,14 +15,16 @@ import { buildGeneratorConfig } from './generator-config.js';
 import { parseDynamoVersion } from './images.js';
 import { buildDeployManifest, buildEngineConfigs } from './k8s.js';
 import { insideDir, resultsSlug } from './naming.js';
-import { derivePlan, imageProfile, type PlanInput } from './plan.js';
+import { derivePlan, imageOf, type ImageOverrides, type PlanInput } from './plan.js';
 import { workerCommand } from './engine-args.js';
 import { buildBenchScript, buildRunScripts } from './scripts.js';
 
 export interface ResultsDirOptions {
   force?: boolean;
-  /** Flag profile of the manifests and scripts: 0.9 or 1.x; default: the profile of the runtime image. */
+  /** --dynamo-version: the Dynamo release (or line) of the manifests and scripts; default: the newest release shipping the engine. */
   dynamoVersion?: string;
+  /** Images given by the user (--image), by component. */
+  images?: ImageOverrides;
   /** The console report; colour codes and the timing line are removed. */
   reportText: string;
   /** The --json document, written as summary.json (timing keys removed). */
@@ -79,21 +81,24 @@ export async function buildResultsTree(result: SearchResult, ctx: EngineContext,
     const top = r.top.slice(0, Math.max(1, result.inputs.topN));
     add(`${mode}/best_config_topn.csv`, buildCandidatesCsv(mode, top, result.inputs, ctx));
     add(`${mode}/pareto.csv`, buildCandidatesCsv(mode, r.frontier, result.inputs, ctx));
-    add(`${mode}/exp_config.yaml`, buildExpConfig(result.inputs, mode, ctx));
+    add(`${mode}/exp_config.yaml`, buildExpConfig(result.inputs, mode, ctx, opts.images));
     top.forEach((candidate, i) => {
       const dir = `${mode}/top${i + 1}`;
-      const p: PlanInput = { inputs: result.inputs, ctx, candidate, dynamoVersion: opts.dynamoVersion };
+      const p: PlanInput = { inputs: result.inputs, ctx, candidate, dynamoVersion: opts.dynamoVersion, images: opts.images };
       add(`${dir}/generator_config.yaml`, buildGeneratorConfig(p));
       add(`${dir}/k8s_deploy.yaml`, buildDeployManifest(p));
       for (const s of buildRunScripts(p)) add(`${dir}/${s.name}`, s.content, true);
       add(`${dir}/bench.sh`, buildBenchScript(p), true);
       for (const e of buildEngineConfigs(p)) add(`${dir}/${e.name}`, e.content);
       const plan = derivePlan(p);
-      if (plan.image.match !== 'exact') {
-        warnings.add(`no Dynamo runtime image ships ${plan.backend} ${plan.version}; manifests use ${plan.image.image} (${plan.backend} ${plan.image.shipsVersion})`);
-      }
-      if (plan.dynamo !== imageProfile(plan.image)) {
-        warnings.add(`--dynamo-version ${opts.dynamoVersion} writes ${plan.dynamo} flags, but ${plan.image.image} is a Dynamo ${imageProfile(plan.image)} image; use a matching image or flag profile`);
+      const runsRuntimeImage = ['frontend' as const, ...plan.groups.map((g) => g.role)].some((c) => imageOf(plan, c) === plan.image.image);
+      if (plan.image.match !== 'exact' && runsRuntimeImage) {
+        const uses = `manifests use ${plan.image.image} (${plan.backend} ${plan.image.shipsVersion})`;
+        warnings.add(
+          plan.image.requested
+            ? `no runtime image of Dynamo ${plan.image.requested} ships ${plan.backend} ${plan.version}; ${uses}`
+            : `no Dynamo runtime image ships ${plan.backend} ${plan.version}; ${uses}`,
+        );
       }
       for (const g of plan.groups) for (const n of workerCommand(plan, g).notes) warnings.add(n);
       if (new Set(plan.groups.map((g) => g.system.name)).size > 1) {

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { bestOverall, convertAicExperiments, registerExp, renderExpTable, toExperiment, type ExpRow } from '../../src/cli/commands/exp.js';
+import YAML from 'yaml';
 import { runInProcess } from './cli.js';
 
 const run = (args: string[]) => runInProcess([registerExp], args);
@@ -153,6 +154,27 @@ describe('exp: side by side', () => {
     expect(r.stdout).toMatch(/^small\s+agg/m);
     expect(r.stdout).toMatch(/^impossible\s+agg.*none/m);
     expect(r.stdout).toMatch(/best overall: small/);
+  });
+
+  it('runs the images an experiment names per role, unless --image overrides them', async () => {
+    const img = 'registry.example.com/dynamo/vllm-runtime:prefill-build';
+    const yaml = ONE()
+      .replace('mode: agg', 'mode: disagg')
+      .replace('backend: vllm', 'backend: vllm\n    backend_version: 0.19.0')
+      .replace('search: { tp: [1, 2], batch: [8, 32] }', `search: { tp: [1] }\n    image: { prefill: ${img} }`);
+    const file = tmpFile('images.yaml', yaml);
+    const images = async (extra: string[]) => {
+      const out = mkdtempSync(join(tmpdir(), 'inferplan-exp-out-'));
+      const r = await run(['exp', '--yaml', file, '--save-dir', out, '--dynamo-version', '1.2', '--json', ...extra]);
+      expect(r.code, r.stderr).toBe(0);
+      const slug = readdirSync(join(out, 'small'))[0]!;
+      const text = readFileSync(join(out, 'small', slug, 'disagg', 'top1', 'k8s_deploy.yaml'), 'utf8');
+      const dgd = YAML.parse(text.split(/^---$/m).pop()!);
+      expect(dgd.apiVersion).toBe('nvidia.com/v1beta1');
+      return Object.fromEntries(dgd.spec.components.map((c: any) => [c.type, c.podTemplate.spec.containers[0].image]));
+    };
+    expect(await images([])).toEqual({ frontend: 'nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.2.1', prefill: img, decode: 'nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.2.1' });
+    expect(await images(['--image', 'mine/all:1'])).toEqual({ frontend: 'mine/all:1', prefill: 'mine/all:1', decode: 'mine/all:1' });
   });
 
   it("with --save-dir writes each experiment's results dir, and its exp_config.yaml runs unchanged", async () => {

@@ -2,6 +2,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } fro
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import YAML from 'yaml';
 import { runInProcess } from './cli.js';
 import { registerGenerate } from '../../src/cli/commands/generate.js';
 
@@ -48,6 +49,36 @@ describe('configure generate (end to end)', () => {
     expect(exp).toMatch(/isl: 2000/);
     // summary.json is the --json document (without timing).
     expect(JSON.parse(readFileSync(join(out, dirs[0]!, 'summary.json'), 'utf8')).parallel).toBe(doc.parallel);
+  });
+
+  it('--dynamo-version and --image choose the release and the image of the manifests', async () => {
+    const out = mkdtempSync(join(tmpdir(), 'inferplan-gen-'));
+    const img = 'registry.example.com/dynamo/vllm-runtime:custom';
+    const args = ['generate', '--hf-id', 'Qwen/Qwen3-8B', '--system', 'h200_sxm', '--backend', 'vllm', '--backend-version', '0.19.0', '--total-gpus', '2', '--isl', '2000', '--osl', '200', '--save-dir', out];
+    const r = await run([...args, '--dynamo-version', '1.4.0', '--image', img]);
+    expect(r.code, r.stderr).toBe(0);
+    const slug = join(out, readdirSync(out)[0]!);
+    const dgd = YAML.parseAllDocuments(readFileSync(join(slug, 'agg', 'top1', 'k8s_deploy.yaml'), 'utf8')).map((d) => d.toJS()).find((d) => d.kind === 'DynamoGraphDeployment');
+    expect(dgd.apiVersion).toBe('nvidia.com/v1beta1');
+    expect(dgd.metadata.annotations['inferplan/dynamo-release']).toBe('1.4.0');
+    expect(dgd.metadata.annotations['inferplan/image-match']).toMatch(/^given by the user \(--image\)/);
+    expect(dgd.spec.components.map((c: any) => c.podTemplate.spec.containers[0].image)).toEqual([img, img]);
+    expect(readFileSync(join(slug, 'agg', 'exp_config.yaml'), 'utf8')).toContain(`image: ${img}`);
+    // Without either: the newest release whose image ships vLLM 0.19.0, as v1alpha1 (before 1.2.0).
+    const plain = await run([...args, '--force']);
+    expect(plain.code, plain.stderr).toBe(0);
+    const text = readFileSync(join(slug, 'agg', 'top1', 'k8s_deploy.yaml'), 'utf8');
+    expect(text).toContain('apiVersion: nvidia.com/v1alpha1');
+    expect(text).toContain('image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.1');
+    expect(text).toContain('inferplan/image-match: exact (image ships vllm 0.19.0)');
+  });
+
+  it('rejects an unknown --dynamo-version or an empty --image with exit 2', async () => {
+    const base = ['generate', '--hf-id', 'Qwen/Qwen3-8B', '--system', 'h200_sxm', '--backend-version', '0.19.0'];
+    const bad = await run([...base, '--dynamo-version', '2.5']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--dynamo-version "2\.5" is not a Dynamo release we know; accepted: .*1\.4\.0/);
+    expect((await run([...base, '--image', ' '])).code).toBe(2);
   });
 
   it('exits 3 when the budget is smaller than the smallest layout', async () => {

@@ -6,6 +6,10 @@ export interface Expect {
   /** Engine version deployed. */
   version: string;
   dynamo: '0.9' | '1.x';
+  /** Dynamo release of the manifest: it serves DGD nvidia.com/v1beta1 from 1.2.0 on. */
+  release?: string;
+  /** Images the user gave, by role; the others must be the release's runtime image. */
+  userImages?: Record<string, string>;
   isl: number;
   osl: number;
   /** Per role: GPUs per worker, simulated batch per worker, dp, token budget, fp4 experts on a GPU with fp4 tensor cores. */
@@ -47,6 +51,40 @@ export function flagMap(args: string[]): Map<string, string | true> {
   return m;
 }
 
+/** 1.2.0 or later: the releases that serve DGD nvidia.com/v1beta1 (Dynamo 1.2.0 release notes, #8414/#8647). */
+function servesV1beta1(release: string): boolean {
+  const [a, b] = release.split('.').map(Number);
+  return a! > 1 || (a === 1 && b! >= 2);
+}
+
+/**
+ * The graph as v1alpha1 services, whichever version the manifest is: a v1beta1 component becomes a service whose
+ * componentType is worker for worker/prefill/decode types, with its `main` container as mainContainer, its
+ * `nvidia.com/gpu` limit as the gpu limit and its secretRef as envFromSecret.
+ */
+export function servicesOf(dgd: Record<string, any>): Record<string, any> {
+  if (dgd.apiVersion === 'nvidia.com/v1alpha1') return dgd.spec.services;
+  if (dgd.apiVersion !== 'nvidia.com/v1beta1') throw new Error(`unknown apiVersion ${dgd.apiVersion}`);
+  const out: Record<string, any> = {};
+  for (const c of dgd.spec.components as any[]) {
+    const main = (c.podTemplate?.spec?.containers ?? []).find((x: any) => x.name === 'main');
+    const role = c.type === 'prefill' || c.type === 'decode' ? c.type : undefined;
+    const secret = (main?.envFrom ?? []).map((e: any) => e.secretRef?.name).find(Boolean);
+    const gpu = main?.resources?.limits?.['nvidia.com/gpu'];
+    out[c.name] = {
+      componentType: role ? 'worker' : c.type,
+      ...(role ? { subComponentType: role } : {}),
+      replicas: c.replicas,
+      envFromSecret: secret,
+      ...(gpu !== undefined ? { resources: { limits: { gpu } } } : {}),
+      ...(c.multinode ? { multinode: c.multinode } : {}),
+      runtimeVersionOverride: c.runtimeVersionOverride,
+      extraPodSpec: { mainContainer: main ?? {}, volumes: c.podTemplate?.spec?.volumes },
+    };
+  }
+  return out;
+}
+
 function roleOf(name: string): string {
   return /Prefill/.test(name) ? 'prefill' : /Decode/.test(name) ? 'decode' : 'agg';
 }
@@ -58,8 +96,25 @@ export function checkManifest(text: string, exp: Expect): string[] {
   const dgd = docs.find((d) => d.kind === 'DynamoGraphDeployment');
   if (!dgd) return ['no DynamoGraphDeployment'];
   const cm = docs.find((d) => d.kind === 'ConfigMap');
-  const services = dgd.spec.services as Record<string, any>;
+  if (exp.release) {
+    const want = servesV1beta1(exp.release) ? 'nvidia.com/v1beta1' : 'nvidia.com/v1alpha1';
+    if (dgd.apiVersion !== want) errors.push(`Dynamo ${exp.release} needs ${want}, not ${dgd.apiVersion}`);
+  }
+  const services = servicesOf(dgd);
   if (services.Frontend?.componentType !== 'frontend') errors.push('Frontend missing');
+  const imageName = { vllm: 'vllm-runtime', sglang: 'sglang-runtime', trtllm: 'tensorrtllm-runtime' }[exp.backend];
+  for (const [name, s] of Object.entries(services)) {
+    const role = s.componentType === 'frontend' ? 'frontend' : roleOf(name);
+    const image: string = s.extraPodSpec.mainContainer.image;
+    const given = exp.userImages?.[role];
+    if (given !== undefined && image !== given) errors.push(`${name}: image ${image}, not the one given (${given})`);
+    if (given === undefined && !image.startsWith(`nvcr.io/nvidia/ai-dynamo/${imageName}:`)) errors.push(`${name}: image ${image}`);
+    if (given === undefined && exp.release && !/^0\./.test(exp.release) && image.split(':').pop() !== exp.release) errors.push(`${name}: image ${image} is not Dynamo ${exp.release}`);
+    // Dynamo 1.4 admission needs the runtime version of an image whose tag may not be one.
+    const needsOverride = given !== undefined && dgd.apiVersion === 'nvidia.com/v1beta1' && /^(1\.([4-9]|\d\d+)|[2-9])\./.test(exp.release ?? '');
+    if (needsOverride && s.runtimeVersionOverride !== exp.release) errors.push(`${name}: runtimeVersionOverride ${s.runtimeVersionOverride} for a given image`);
+    if (!needsOverride && s.runtimeVersionOverride !== undefined) errors.push(`${name}: runtimeVersionOverride without a given image`);
+  }
   const workers = Object.entries(services).filter(([, s]) => s.componentType === 'worker');
   const roles = workers.map(([n]) => roleOf(n)).sort();
   const wantRoles = Object.keys(exp.roles).sort();
@@ -75,9 +130,6 @@ export function checkManifest(text: string, exp: Expect): string[] {
     const nodes = s.multinode?.nodeCount ?? 1;
     if (Number(gpu) * nodes !== want.gpus) errors.push(`${name}: ${gpu} x ${nodes} GPUs != ${want.gpus}`);
     const c = s.extraPodSpec.mainContainer;
-    const image: string = c.image;
-    const imageName = { vllm: 'vllm-runtime', sglang: 'sglang-runtime', trtllm: 'tensorrtllm-runtime' }[exp.backend];
-    if (!image.startsWith(`nvcr.io/nvidia/ai-dynamo/${imageName}:`)) errors.push(`${name}: image ${image}`);
     if (s.envFromSecret !== 'hf-token-secret') errors.push(`${name}: envFromSecret`);
     const args: string[] = c.args;
     if (!args.every((a) => typeof a === 'string')) errors.push(`${name}: non-string arg`);

@@ -42,6 +42,21 @@ describe('exp_config.yaml schema', () => {
     }
   });
 
+  it('takes one image for every component, or images by component, and writes back what a run was given', () => {
+    const img = 'registry.example.com/dynamo/vllm-runtime:1.4.0-custom';
+    expect(parseExperimentFile(GOOD + `    image: ${img}\n`, 'exp.yaml').experiments[0]!.image).toBe(img);
+    expect(parseExperimentFile(GOOD + `    image: { prefill: ${img}, decode: x/y:1 }\n`, 'exp.yaml').experiments[0]!.image).toEqual({ prefill: img, decode: 'x/y:1' });
+    expect(failure(GOOD + '    image: { prefil: x }\n')).toMatch(/^exp\.yaml:14: unknown key "experiments\.0\.image\.prefil"; accepted: frontend, agg, prefill, decode/);
+    expect(failure(GOOD + '    image: "a b"\n')).toMatch(/experiments\.0\.image: an image reference without spaces/);
+    expect(failure(GOOD + '    image: 3\n')).toMatch(/experiments\.0\.image: an image reference, or images by component/);
+    const { result, ctx } = fixture();
+    const all = { frontend: img, agg: img, prefill: img, decode: img };
+    expect(parseExperimentFile(buildExpConfig(result.inputs, 'disagg', ctx, all), 'x.yaml').experiments[0]!.image).toBe(img);
+    expect(parseExperimentFile(buildExpConfig(result.inputs, 'disagg', ctx, { prefill: img }), 'x.yaml').experiments[0]!.image).toEqual({ prefill: img });
+    // An agg run given only a prefill image deploys no prefill worker: nothing to write.
+    expect(parseExperimentFile(buildExpConfig(result.inputs, 'agg', ctx, { prefill: img }), 'x.yaml').experiments[0]!.image).toBeUndefined();
+  });
+
   it('names an unknown key and its line', () => {
     const msg = failure(GOOD.replace('    osl: 500\n', '    osl: 500\n    tpot_ms: 3\n'));
     expect(msg).toMatch(/^exp\.yaml:11: unknown key "experiments\.0\.tpot_ms"/);

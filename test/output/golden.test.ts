@@ -1,4 +1,5 @@
-// Golden files: the top-1 bundle for each backend x mode x Dynamo profile.
+// Golden files: the top-1 bundle for each backend x mode x Dynamo release: the 0.9 and 1.x lines (v1alpha1
+// manifests) and release 1.4.0 (v1beta1).
 // Regenerate after an intended change with: UPDATE_GOLDEN=1 npx vitest run test/output/golden.test.ts
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -14,7 +15,7 @@ const UPDATE = process.env.UPDATE_GOLDEN === '1';
 describe('golden bundles', () => {
   for (const backend of ['vllm', 'sglang', 'trtllm'] as const) {
     for (const mode of ['agg', 'disagg'] as const) {
-      for (const dynamoVersion of ['0.9', '1.x'] as const) {
+      for (const dynamoVersion of ['0.9', '1.x', '1.4.0'] as const) {
         const name = `${backend}_${mode}_dynamo${dynamoVersion}`;
         it(name, () => {
           const { result, ctx } = fixture({ backend });

@@ -11,12 +11,15 @@ import { buildBenchScript, buildRunScripts, packNodes } from '../../src/output/s
 import { derivePlan, type PlanInput } from '../../src/output/plan.js';
 import { loadSystem } from '../../src/inputs/systems.js';
 import { aggCandidate, fixture, MOE } from './fixtures.js';
-import { checkManifest, type Expect } from './engine-rules.js';
+import { checkManifest, servicesOf, type Expect } from './engine-rules.js';
 import { referencePath } from '../../src/util/paths.js';
 
 const CRD = referencePath('dynamo-crds', 'nvidia.com_dynamographdeployments.yaml');
+/** The DGD CRD of the 1.5.0 development line, which serves v1alpha1 (deprecated) and v1beta1. */
+const CRD_V1BETA1 = referencePath('dynamo-crds', 'v1beta1', 'nvidia.com_dynamographdeployments.yaml');
 const BACKENDS = ['vllm', 'sglang', 'trtllm'] as const;
-const PROFILES = ['0.9', '1.x'] as const;
+/** Two lines (v1alpha1 manifests), the first release serving v1beta1 and the newest (runtimeVersionOverride). */
+const PROFILES = ['0.9', '1.x', '1.2.0', '1.4.0'] as const;
 
 /** Every top candidate of every mode, for each backend and flag profile (plus a prefix-caching and a MoE case). */
 let cached: Array<{ label: string; p: PlanInput }> | undefined;
@@ -61,26 +64,53 @@ function expectFor(p: PlanInput): Expect {
     const fp4Moe = fp4Experts && (g.system.gpu.tflops.nvfp4 ?? 0) > 0;
     roles[g.role] = { gpus: g.gpusPerWorker, batch: g.batchSize, dp: g.layout.dp, tokens: g.maxNumTokens, fp4Moe };
   }
-  return { backend: plan.backend, version: plan.version, dynamo: plan.dynamo, isl: plan.isl, osl: plan.osl, roles };
+  return { backend: plan.backend, version: plan.version, dynamo: plan.dynamo, release: plan.image.release, userImages: p.images, isl: plan.isl, osl: plan.osl, roles };
+}
+
+/** A schema validator for one version of a CRD file. */
+function crdValidator(file: string, version: string): ValidateFunction {
+  const crd = YAML.parse(readFileSync(file, 'utf8'));
+  const schema = crd.spec.versions.find((v: { name: string }) => v.name === version).schema.openAPIV3Schema;
+  const ajv = new Ajv({ strict: false, allErrors: true });
+  for (const f of ['int32', 'int64', 'date-time', 'byte', 'double', 'float']) ajv.addFormat(f, true);
+  return ajv.compile(schema);
+}
+
+function dgdOf(text: string): Record<string, any> {
+  return YAML.parseAllDocuments(text).map((d) => d.toJS()).find((d) => d.kind === 'DynamoGraphDeployment');
+}
+
+/** The cases with images given by the user: all components, and prefill only. */
+function userImageCases(): Array<{ label: string; p: PlanInput }> {
+  const out: Array<{ label: string; p: PlanInput }> = [];
+  for (const backend of BACKENDS) {
+    const { result, ctx } = fixture({ backend });
+    for (const dynamoVersion of PROFILES) {
+      const all = 'registry.example.com/dynamo/runtime:custom';
+      const images = { frontend: all, agg: all, prefill: all, decode: all };
+      out.push({ label: `${backend} ${dynamoVersion} agg --image`, p: { inputs: result.inputs, ctx, candidate: result.agg!.top[0], dynamoVersion, images } });
+      out.push({ label: `${backend} ${dynamoVersion} disagg prefill image`, p: { inputs: result.inputs, ctx, candidate: result.disagg!.top[0], dynamoVersion, images: { prefill: `${all}@sha256:${'a'.repeat(64)}` } } });
+    }
+  }
+  return out;
 }
 
 describe.skipIf(!existsSync(CRD))('k8s_deploy.yaml against the DynamoGraphDeployment CRD', () => {
   let validate: ValidateFunction;
   beforeAll(() => {
-    const crd = YAML.parse(readFileSync(CRD, 'utf8'));
-    const schema = crd.spec.versions.find((v: { name: string }) => v.name === 'v1alpha1').schema.openAPIV3Schema;
-    const ajv = new Ajv({ strict: false, allErrors: true });
-    for (const f of ['int32', 'int64', 'date-time', 'byte', 'double', 'float']) ajv.addFormat(f, true);
-    validate = ajv.compile(schema);
+    validate = crdValidator(CRD, 'v1alpha1');
   });
 
-  it('validates every generated manifest', () => {
-    for (const { label, p } of cases()) {
-      const docs = YAML.parseAllDocuments(buildDeployManifest(p)).map((d) => d.toJS());
-      const dgd = docs.find((d) => d.kind === 'DynamoGraphDeployment');
+  it('validates every generated v1alpha1 manifest (releases before 1.2.0)', () => {
+    let n = 0;
+    for (const { label, p } of [...cases(), ...userImageCases()]) {
+      const dgd = dgdOf(buildDeployManifest(p));
+      if (dgd.apiVersion !== 'nvidia.com/v1alpha1') continue;
+      n++;
       const ok = validate(dgd);
       expect(ok, `${label}: ${JSON.stringify(validate.errors?.slice(0, 3))}`).toBe(true);
     }
+    expect(n).toBeGreaterThan(30);
   });
 
   it('validates the committed example in results/example', () => {
@@ -102,9 +132,40 @@ describe.skipIf(!existsSync(CRD))('k8s_deploy.yaml against the DynamoGraphDeploy
 });
 if (!existsSync(CRD)) console.log(`note: ${CRD} is absent; CRD schema checks skipped`);
 
+describe.skipIf(!existsSync(CRD_V1BETA1))('k8s_deploy.yaml against the v1beta1 DynamoGraphDeployment CRD', () => {
+  let validate: ValidateFunction;
+  beforeAll(() => {
+    validate = crdValidator(CRD_V1BETA1, 'v1beta1');
+  });
+
+  it('validates every generated v1beta1 manifest (releases from 1.2.0)', () => {
+    let n = 0;
+    for (const { label, p } of [...cases(), ...userImageCases()]) {
+      const dgd = dgdOf(buildDeployManifest(p));
+      if (dgd.apiVersion !== 'nvidia.com/v1beta1') continue;
+      n++;
+      const ok = validate(dgd);
+      expect(ok, `${label}: ${JSON.stringify(validate.errors?.slice(0, 3))}`).toBe(true);
+    }
+    expect(n).toBeGreaterThan(30);
+  });
+
+  it('rejects a component of an unknown type or name (the check can fail)', () => {
+    const { result, ctx } = fixture();
+    const dgd = dgdOf(buildDeployManifest({ inputs: result.inputs, ctx, candidate: result.agg!.top[0], dynamoVersion: '1.4.0' }));
+    expect(validate(dgd)).toBe(true);
+    dgd.spec.components[1].type = 'router';
+    expect(validate(dgd)).toBe(false);
+    dgd.spec.components[1].type = 'worker';
+    dgd.spec.components[1].name = 'Vllm_Worker';
+    expect(validate(dgd)).toBe(false);
+  });
+});
+if (!existsSync(CRD_V1BETA1)) console.log(`note: ${CRD_V1BETA1} is absent; v1beta1 CRD schema checks skipped`);
+
 describe('engine argument rules', () => {
-  it('hold for every backend, mode and Dynamo profile', () => {
-    for (const { label, p } of cases()) {
+  it('hold for every backend, mode and Dynamo release, and for images given by the user', () => {
+    for (const { label, p } of [...cases(), ...userImageCases()]) {
       expect(checkManifest(buildDeployManifest(p), expectFor(p)), label).toEqual([]);
     }
   });
@@ -118,9 +179,9 @@ describe('engine argument rules', () => {
 
   it('deploy the whole budget: replicas x GPUs per worker = GPUs used', () => {
     for (const { label, p } of cases()) {
-      const dgd = YAML.parseAllDocuments(buildDeployManifest(p)).map((d) => d.toJS()).find((d) => d.kind === 'DynamoGraphDeployment');
+      const dgd = dgdOf(buildDeployManifest(p));
       let gpus = 0;
-      for (const s of Object.values(dgd.spec.services) as any[]) {
+      for (const s of Object.values(servicesOf(dgd)) as any[]) {
         if (s.componentType === 'worker') gpus += s.replicas * Number(s.resources.limits.gpu) * (s.multinode?.nodeCount ?? 1);
       }
       expect(gpus, label).toBe(p.candidate.gpusUsed);
@@ -135,9 +196,55 @@ describe('engine argument rules', () => {
       return [dgd.spec.services.VllmPrefillWorker.extraPodSpec.mainContainer.image, ...dgd.spec.services.VllmPrefillWorker.extraPodSpec.mainContainer.args];
     };
     expect(args('0.12.0')).toEqual(expect.arrayContaining(['nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.8.1', '--is-prefill-worker']));
-    expect(args('0.16.0')).toEqual(expect.arrayContaining(['nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.0.0', '--disaggregation-mode']));
+    expect(args('0.16.0')).toEqual(expect.arrayContaining(['nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.0.2', '--disaggregation-mode']));
     expect(args('0.16.0')).not.toContain('--connector');
-    expect(args('0.16.0', '0.9')).toContain('--is-prefill-worker');
+    expect(args('0.16.0', '0.9')).toEqual(expect.arrayContaining(['nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.9.1', '--is-prefill-worker']));
+  });
+
+  it('write the DGD API version the Dynamo release serves, and say how the image matches', () => {
+    const dgd = (version: string, dynamoVersion?: string) => {
+      const { result, ctx } = fixture({ version });
+      return dgdOf(buildDeployManifest({ inputs: result.inputs, ctx, candidate: result.disagg!.top[0], dynamoVersion }));
+    };
+    const old = dgd('0.19.0');
+    expect(old.apiVersion).toBe('nvidia.com/v1alpha1');
+    expect(old.metadata.annotations).toMatchObject({ 'inferplan/dynamo-release': '1.1.1', 'inferplan/image-match': 'exact (image ships vllm 0.19.0)' });
+    const neu = dgd('0.20.1');
+    expect(neu.apiVersion).toBe('nvidia.com/v1beta1');
+    expect(neu.metadata.annotations['inferplan/dynamo-release']).toBe('1.2.1');
+    expect(neu.spec.components.map((c: any) => [c.name, c.type])).toEqual([['Frontend', 'frontend'], ['VllmPrefillWorker', 'prefill'], ['VllmDecodeWorker', 'decode']]);
+    expect(neu.spec.components[1].podTemplate.spec.containers[0]).toMatchObject({ name: 'main', image: 'nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.2.1' });
+    expect(neu.spec.components.every((c: any) => c.runtimeVersionOverride === undefined)).toBe(true);
+    const asked = dgd('0.12.0', '1.4.0');
+    expect(asked.apiVersion).toBe('nvidia.com/v1beta1');
+    expect(asked.metadata.annotations['inferplan/image-match']).toBe('other-release (Dynamo 1.4.0 from --dynamo-version 1.4.0; image ships vllm 0.26.0)');
+    expect(dgd('0.24.0').metadata.annotations['inferplan/image-match']).toBe('nearest (image ships vllm 0.26.0)');
+  });
+
+  it('run the images the user gives, say so, and declare their runtime version from 1.4.0', () => {
+    const { result, ctx } = fixture();
+    const img = 'registry.example.com/dynamo/vllm:my-tag';
+    const p = (dynamoVersion: string, images: PlanInput['images']) => ({ inputs: result.inputs, ctx, candidate: result.disagg!.top[0], dynamoVersion, images });
+    const all = dgdOf(buildDeployManifest(p('1.4.0', { frontend: img, prefill: img, decode: img })));
+    expect(all.metadata.annotations['inferplan/image-match']).toBe('given by the user (--image), not checked against vllm 0.12.0; Dynamo 1.4.0 flags');
+    for (const c of all.spec.components) {
+      expect(c.podTemplate.spec.containers[0].image).toBe(img);
+      expect(c.runtimeVersionOverride).toBe('1.4.0');
+    }
+    const some = dgdOf(buildDeployManifest(p('1.2.0', { decode: img })));
+    expect(some.metadata.annotations['inferplan/image-match']).toBe(
+      'given by the user (--image), not checked against vllm 0.12.0 for decode; others: other-release (Dynamo 1.2.0 from --dynamo-version 1.2.0; image ships vllm 0.20.1)',
+    );
+    expect(some.spec.components.map((c: any) => c.podTemplate.spec.containers[0].image)).toEqual([
+      'nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.2.0',
+      'nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.2.0',
+      img,
+    ]);
+    // Before 1.4.0 the field does not exist.
+    expect(some.spec.components.some((c: any) => 'runtimeVersionOverride' in c)).toBe(false);
+    const alpha = dgdOf(buildDeployManifest(p('0.9', { agg: img, prefill: img })));
+    expect(alpha.spec.services.VllmPrefillWorker.extraPodSpec.mainContainer.image).toBe(img);
+    expect(alpha.spec.services.VllmDecodeWorker.extraPodSpec.mainContainer.image).toBe('nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.9.1');
   });
 
   it('mark the GPU system of each pool when prefill and decode differ', () => {

@@ -3,7 +3,8 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, w
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { writeResultsDir } from '../../src/output/results-dir.js';
+import YAML from 'yaml';
+import { buildResultsTree, writeResultsDir } from '../../src/output/results-dir.js';
 import { parseGeneratorConfig } from '../../src/output/generator-config.js';
 import { parseExperimentFile } from '../../src/output/exp-config.js';
 import { InputError } from '../../src/util/errors.js';
@@ -160,6 +161,28 @@ describe('writeResultsDir', () => {
     const err = await writeResultsDir(file, result, ctx, { reportText: '', json: {} }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(InputError);
     expect((err as Error).message).toMatch(/--save-dir .*a-file: cannot create it/);
+  });
+
+  it('writes the manifests of the Dynamo release asked for, with the image given, and records the image for exp', async () => {
+    const { result, ctx } = fixture({ modes: ['disagg'] });
+    const img = 'registry.example.com/dynamo/vllm:my-build';
+    const images = { frontend: img, agg: img, prefill: img, decode: img };
+    const { files, warnings } = await buildResultsTree(result, ctx, { reportText: '', json: {}, dynamoVersion: '1.4.0', images });
+    const text = (path: string) => String(files.find((f) => f.path === path)!.content);
+    const dgd = YAML.parse(text('disagg/top1/k8s_deploy.yaml'));
+    expect(dgd.apiVersion).toBe('nvidia.com/v1beta1');
+    expect(dgd.metadata.annotations['inferplan/image-match']).toMatch(/^given by the user \(--image\)/);
+    expect(dgd.spec.components.map((c: any) => [c.podTemplate.spec.containers[0].image, c.runtimeVersionOverride])).toEqual([
+      [img, '1.4.0'],
+      [img, '1.4.0'],
+      [img, '1.4.0'],
+    ]);
+    expect(YAML.parse(text('disagg/exp_config.yaml')).experiments[0].image).toBe(img);
+    // Every component runs the given image: no warning about the runtime image's engine.
+    expect(warnings.filter((w) => /runtime image/.test(w))).toEqual([]);
+    const plain = await buildResultsTree(result, ctx, { reportText: '', json: {}, dynamoVersion: '1.2.0' });
+    expect(plain.warnings).toContain('no runtime image of Dynamo 1.2.0 ships vllm 0.12.0; manifests use nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.2.0 (vllm 0.20.1)');
+    expect(YAML.parse(String(plain.files.find((f) => f.path === 'disagg/exp_config.yaml')!.content)).experiments[0].image).toBeUndefined();
   });
 
   it('rejects an unknown --dynamo-version before writing anything', async () => {

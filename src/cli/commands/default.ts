@@ -7,6 +7,7 @@ import {
   addSaveOptions,
   addSlaOptions,
   addWorkloadOptions,
+  imagesOf,
   DEFAULTS,
   readCommonInputs,
   slaOf,
@@ -91,6 +92,7 @@ Examples:
         const dir = await writeResultsDir(o.saveDir, result, ctx, {
           force: Boolean(o.force),
           dynamoVersion: o.dynamoVersion as string | undefined,
+          images: imagesOf(o),
           reportText: con!.renderReport(result, { color: false }),
           json: doc,
         });

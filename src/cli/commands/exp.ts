@@ -5,9 +5,10 @@ import { isMap, parseDocument } from 'yaml';
 import type { Command } from 'commander';
 import { log, positiveInt, printJson, runAction } from '../common.js';
 import { alignColumns } from '../../util/format.js';
-import { addGlobalOptions, DEFAULTS, slaOf, type CommonInputs } from '../options.js';
+import { addGlobalOptions, DEFAULTS, DYNAMO_VERSION_HELP, dynamoVersionParser, imageParser, imagesOf, slaOf, type CommonInputs } from '../options.js';
 import type { EngineContext } from '../../engine/types.js';
 import type { ExperimentFile, Experiment as ExperimentEntry } from '../../output/exp-config.js';
+import type { ImageOverrides } from '../../output/plan.js';
 import type { Mode, RankedCandidate, SearchResult, SearchRestrict } from '../../search/types.js';
 import { safeSegment, insideDir } from '../../output/naming.js';
 import { explain, noFeasibleMessage } from '../../search/explain.js';
@@ -22,6 +23,15 @@ export interface Experiment {
   totalGpus: number;
   topN: number;
   restrict?: SearchRestrict;
+  /** Images by component from the entry's `image`. */
+  images?: ImageOverrides;
+}
+
+/** Images by component from an entry's `image`: one image for all, or some components by name. */
+function imagesOfEntry(image: ExperimentEntry['image']): ImageOverrides | undefined {
+  if (image === undefined) return undefined;
+  if (typeof image === 'string') return { frontend: image, agg: image, prefill: image, decode: image };
+  return Object.fromEntries(Object.entries(image).filter(([, v]) => v !== undefined));
 }
 
 /** Plain values from one validated entry (schema: src/output/exp-config.ts; defaults already applied there). */
@@ -37,6 +47,7 @@ export function toExperiment(e: ExperimentEntry): Experiment {
     totalGpus: e.total_gpus,
     topN: e.top_n,
     restrict,
+    images: imagesOfEntry(e.image),
     inputs: {
       hfId: e.model,
       system: e.system,
@@ -312,7 +323,8 @@ export function registerExp(program: Command): void {
     .option('--yaml-path <file>', 'alias of --yaml (aiconfigurator spelling)')
     .option('--save-dir <dir>', "write each experiment's results directory under <dir>/<experiment name>/")
     .option('--force', 'replace existing results directories')
-    .option('--dynamo-version <v>', 'Dynamo flag profile for manifests: 0.9 or 1.x (default: the one matching the runtime image)')
+    .option('--dynamo-version <v>', DYNAMO_VERSION_HELP, dynamoVersionParser)
+    .option('--image <image>', "container image for every component of every experiment, overriding each experiment's image", imageParser('--image'))
     .option('--top-n <n>', "configurations kept per mode, overriding each experiment's top_n", positiveInt('--top-n'))
     .option('--report', 'also print the full report of every experiment');
   addGlobalOptions(cmd);
@@ -336,6 +348,8 @@ File format:
       top_n: 5                 # optional (default 5); also optional: prefix, request_latency,
                                # weight_dtype, kv_cache_dtype, search (tp, pp, dp, moe_tp, moe_ep, batch)
       search: { tp: [1, 2, 4], batch: [8, 16, 32, 64] }
+      image: { prefill: registry.example.com/vllm-runtime:1.4.0-custom }  # optional: one image for every
+                               # component, or by component (frontend, agg, prefill, decode)
 
 The <mode>/exp_config.yaml that \`configure default --save-dir\` writes runs unchanged here, and so do
 aiconfigurator experiment files (exps: [...], serving_mode, model_name/model_path, system_name, ...).
@@ -386,6 +400,7 @@ Examples:
           row.savedTo = await writeResultsDir(dir, result, ctx, {
             force: opts.force as boolean | undefined,
             dynamoVersion: opts.dynamoVersion as string | undefined,
+            images: imagesOf(opts) ?? exp.images,
             reportText,
             json,
           });

@@ -8,6 +8,7 @@ import {
   addSaveOptions,
   addSlaOptions,
   addWorkloadOptions,
+  imagesOf,
   readCommonInputs,
   slaOf,
 } from '../options.js';
@@ -137,6 +138,7 @@ Examples:
         savedTo = await writeResultsDir(opts.saveDir as string, g.result, ctx, {
           force: opts.force as boolean | undefined,
           dynamoVersion: opts.dynamoVersion as string | undefined,
+          images: imagesOf(opts),
           reportText: text,
           json: doc(),
         });

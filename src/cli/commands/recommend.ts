@@ -8,6 +8,7 @@ import {
   addSaveOptions,
   addSlaOptions,
   addWorkloadOptions,
+  imagesOf,
   DEFAULTS,
   readCommonInputs,
   slaOf,
@@ -123,6 +124,7 @@ Examples:
         const dir = await writeResultsDir(o.saveDir, recommendationAsSearch(result), ctx, {
           force: Boolean(o.force),
           dynamoVersion: o.dynamoVersion as string | undefined,
+          images: imagesOf(o),
           reportText: renderRecommend(result, { color: false }),
           json: doc,
         });
