@@ -36,7 +36,9 @@ export async function buildProgram(only?: string): Promise<Command> {
     writeErr: (s) => process.stderr.write(s),
     outputError: (s, write) => write(s.startsWith('error:') ? `configure: ${s}` : s),
   });
-  const names = only !== undefined && only in COMMANDS ? [only] : Object.keys(COMMANDS);
+  // `--version` needs no command; help (and an unknown command's message) lists them all.
+  const versionOnly = only === '-V' || only === '--version';
+  const names = only !== undefined && only in COMMANDS ? [only] : versionOnly ? [] : Object.keys(COMMANDS);
   const registers = await Promise.all(names.map((n) => COMMANDS[n]()));
   for (const register of registers) register(program);
   // Usage errors in subcommands exit 2 too.

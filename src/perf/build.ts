@@ -8,7 +8,7 @@ import type { Collective } from './types.js';
 import { carriesAlong } from './grid.js';
 import { ROOFLINE } from './roofline.js';
 import { acrossNodes, peaksOf, type Peaks } from './sol.js';
-import { DEEPSEEK_MLA, modelSolOf, OP_SPECS, toCsv, type OpName, type Row } from './tables.js';
+import { DEEPSEEK_MLA, modelSolOf, OP_NAMES, OP_SPECS, PACKED_FILE, packRows, toCsv, writePacked, type OpName, type PackedGrid, type Row } from './tables.js';
 
 /** Routed-expert shapes of the bundled MoE models (hidden, expert FFN, top-k, experts). */
 export const MOE_SHAPES: readonly [number, number, number, number][] = [
@@ -131,7 +131,22 @@ export function pointLatency(op: ModelOp, m: OpModel | undefined, peaks: Peaks, 
 
 export interface TableSet {
   meta: string;
-  files: Record<string, string>;
+  /** Rows of each op, key by key, cells row-major over the axes (the order the files list them). */
+  tables: Partial<Record<OpName, Row[]>>;
+}
+
+/** The packed file of a table set (what perf:build writes). */
+export function packedFile(t: TableSet): Buffer {
+  const grids: Partial<Record<OpName, PackedGrid[]>> = {};
+  for (const op of OP_NAMES) if (t.tables[op]) grids[op] = packRows(OP_SPECS[op], t.tables[op]);
+  return writePacked(grids);
+}
+
+/** The same tables as one CSV per op (the format of measured tables; `perf:build -- --csv`). */
+export function csvFiles(tables: Partial<Record<OpName, Row[]>>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const op of OP_NAMES) if (tables[op]) out[OP_SPECS[op].file] = toCsv(OP_SPECS[op], tables[op]);
+  return out;
 }
 
 export interface SynthesisPlan {
@@ -179,7 +194,7 @@ export function synthesize(sys: SystemSpec, backend: Backend, version: string, c
   const peaks = peaksOf(sys);
   const plan = planFor(cal, backend, version);
   const model = (op: ModelOp): OpModel | undefined => (cal ? resolvedModel(cal, backend, version, op, plan.sourceByOp[op]) : undefined);
-  const files: Record<string, string> = {};
+  const files: Partial<Record<OpName, Row[]>> = {};
   const fp8 = hasFp8(sys);
 
   // GEMM
@@ -189,7 +204,7 @@ export function synthesize(sys: SystemSpec, backend: Backend, version: string, c
     const rows: Row[] = [];
     for (const dtype of gemmDtypes(sys, m))
       rows.push(...denseRows('gemm', peaks, { dtype }, [{ col: 'm', values: GRID.gemmM }, { col: 'n', values: GRID.gemmN }, { col: 'k', values: GRID.gemmK }], f));
-    files['gemm.csv'] = toCsv(OP_SPECS.gemm, rows);
+    files.gemm = rows;
   }
   // Prefill attention
   {
@@ -202,7 +217,7 @@ export function synthesize(sys: SystemSpec, backend: Backend, version: string, c
         rows.push(...denseRows('context_attention', peaks, key, [{ col: 'batch', values: GRID.ctxBatch }, { col: 'seq', values: GRID.ctxSeq }], f,
           (r) => (r.batch as number) * (r.seq as number) <= GRID.ctxMaxTokens || r.batch === 1));
       }
-    files['context_attention.csv'] = toCsv(OP_SPECS.context_attention, rows);
+    files.context_attention = rows;
   }
   // Decode attention
   {
@@ -213,7 +228,7 @@ export function synthesize(sys: SystemSpec, backend: Backend, version: string, c
         const key: Row = { heads, kv_heads: kvHeads, head_dim: headDim, kv_dtype: kvDtype, window };
         rows.push(...denseRows('generation_attention', peaks, key, [{ col: 'batch', values: GRID.genBatch }, { col: 'kv_len', values: GRID.genKv }], f));
       }
-    files['generation_attention.csv'] = toCsv(OP_SPECS.generation_attention, rows);
+    files.generation_attention = rows;
   }
   // All-reduce: the engine's custom kernel inside the node, NCCL beyond it.
   {
@@ -227,7 +242,7 @@ export function synthesize(sys: SystemSpec, backend: Backend, version: string, c
     for (const gpus of [2, 4, 8, 16, 32, 64])
       rows.push(...denseRows('allreduce', peaks, { kind: 'nccl', dtype: 'bfloat16', gpus }, [{ col: 'elements', values: GRID.commElements }],
         acrossNodes(peaks, () => 'all_reduce', (r, s) => ncclF({ collective: 'all_reduce', dtype: 'bfloat16', gpus: r.gpus as number, elements: r.elements as number }, s))));
-    files['allreduce.csv'] = toCsv(OP_SPECS.allreduce, rows);
+    files.allreduce = rows;
   }
   // NCCL collectives
   {
@@ -238,7 +253,7 @@ export function synthesize(sys: SystemSpec, backend: Backend, version: string, c
         for (const gpus of [2, 4, 8, 16, 32, 64])
           rows.push(...denseRows('nccl', peaks, { collective, dtype, gpus }, [{ col: 'elements', values: GRID.commElements }],
             acrossNodes(peaks, (r) => r.collective as string, (r, s) => f({ ...r, dtype: r.dtype === 'fp8' ? 'int8' : r.dtype }, s))));
-    files['nccl.csv'] = toCsv(OP_SPECS.nccl, rows);
+    files.nccl = rows;
   }
   // MoE expert compute
   {
@@ -250,14 +265,14 @@ export function synthesize(sys: SystemSpec, backend: Backend, version: string, c
       for (const dtype of hidden === 2880 ? [...dtypes, 'mxfp4'] : dtypes) {
         // Every routing the dtype's group prices (its large-batch kernel's group; see routingsOf).
         const g = m && groupFor('moe', m, { dtype, tokens: GRID.moeTokens.at(-1)!, hidden, inter, topk, experts, moe_tp: 1, moe_ep: 1 });
-        for (const distribution of g ? routingsOf(g) : ['balanced'])
+        for (const distribution of g ? [...new Set(routingsOf(g))] : ['balanced'])
           for (const [tp, ep] of GRID.moeParallel) {
             if (ep > experts || inter % tp !== 0) continue;
             const key = { dtype, distribution, hidden, inter, topk, experts, moe_tp: tp, moe_ep: ep };
             rows.push(...denseRows('moe', peaks, key, [{ col: 'tokens', values: GRID.moeTokens }], f));
           }
       }
-    files['moe.csv'] = toCsv(OP_SPECS.moe, rows);
+    files.moe = rows;
   }
   // MLA modules (DeepSeek-V3 shapes)
   {
@@ -273,13 +288,13 @@ export function synthesize(sys: SystemSpec, backend: Backend, version: string, c
             : [{ col: 'batch', values: GRID.mlaGenBatch }, { col: 'seq', values: GRID.mlaGenKv }];
           rows.push(...denseRows('mla', peaks, key, axes, f));
         }
-    files['mla.csv'] = toCsv(OP_SPECS.mla, rows);
+    files.mla = rows;
   }
   // Memory-bound elementwise ops (norms, activations, residual adds): bandwidth at 80% plus a launch.
   {
     const rows = denseRows('elementwise', peaks, { op: 'memory' }, [{ col: 'bytes', values: GRID.elementwiseBytes }],
       (_r, s) => s / ROOFLINE.elementwise.eff + ROOFLINE.elementwise.fixed);
-    files['elementwise.csv'] = toCsv(OP_SPECS.elementwise, rows);
+    files.elementwise = rows;
   }
 
   const meta = stringifyYaml({
@@ -295,7 +310,7 @@ export function synthesize(sys: SystemSpec, backend: Backend, version: string, c
     ...unalignedMeta(model('gemm')),
     ...(cal?.nccl ? { nccl: cal.nccl.version } : {}),
   });
-  return { meta, files };
+  return { meta, tables: files };
 }
 
 export interface PlannedDir {
@@ -333,8 +348,8 @@ export function planDirs(sys: SystemSpec, cal = loadCalibration(sys.name)): Plan
   return out;
 }
 
-/** Files (relative to data/perf) of one planned directory. */
-export function filesOfDir(sys: SystemSpec, d: PlannedDir, cal = loadCalibration(sys.name)): Record<string, string> {
+/** Files (relative to data/perf) of one planned directory: meta.yaml, and tables.bin unless it borrows a sibling's. */
+export function filesOfDir(sys: SystemSpec, d: PlannedDir, cal = loadCalibration(sys.name)): Record<string, string | Buffer> {
   const base = `${d.system}/${d.backend}/${d.version}`;
   if (d.tablesFrom) {
     const meta = stringifyYaml({
@@ -344,7 +359,5 @@ export function filesOfDir(sys: SystemSpec, d: PlannedDir, cal = loadCalibration
     return { [`${base}/meta.yaml`]: meta };
   }
   const t = synthesize(sys, d.backend, d.version, cal);
-  const out: Record<string, string> = { [`${base}/meta.yaml`]: t.meta };
-  for (const [f, text] of Object.entries(t.files)) out[`${base}/${f}`] = text;
-  return out;
+  return { [`${base}/meta.yaml`]: t.meta, [`${base}/${PACKED_FILE}`]: packedFile(t) };
 }

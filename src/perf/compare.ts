@@ -9,7 +9,7 @@ import { InputError } from '../util/errors.js';
 import { loadSystem } from '../inputs/systems.js';
 import { buildGrids, OpTable } from './grid.js';
 import { peaksOf, type Peaks } from './sol.js';
-import { OP_SPECS, parseCsv, type OpName, type Row } from './tables.js';
+import { OP_SPECS, PACKED_FILE, packedAsCsv, parseCsv, type OpName, type Row } from './tables.js';
 
 export const LATENCY_COLUMN = 'latency_ms';
 
@@ -185,7 +185,20 @@ function categoricalColumns(keyCols: string[], tables: CsvTable[]): string[] {
   return keyCols.filter((c) => tables.some((t) => t.rows.some((r) => !isNumeric(r[c]))));
 }
 
+/** CSV texts of a packed directory (tables.bin, what perf:build writes), by file name; read once per directory. */
+const packedCache = new Map<string, Record<string, string> | null>();
+function packedCsv(dir: string): Record<string, string> | null {
+  let v = packedCache.get(dir);
+  if (v === undefined) {
+    const p = join(dir, PACKED_FILE);
+    packedCache.set(dir, (v = existsSync(p) ? packedAsCsv(readFileSync(p), p) : null));
+  }
+  return v;
+}
+
 function listCsv(dir: string): string[] {
+  const packed = packedCsv(dir);
+  if (packed) return Object.keys(packed).sort();
   return readdirSync(dir)
     .filter((f) => f.endsWith('.csv'))
     .sort();
@@ -203,7 +216,7 @@ function readMeta(dir: string): TableMeta | null {
 }
 
 function readTable(dir: string, file: string): CsvTable {
-  return parseTableCsv(readFileSync(join(dir, file), 'utf8'), join(dir, file));
+  return parseTableCsv(packedCsv(dir)?.[file] ?? readFileSync(join(dir, file), 'utf8'), join(dir, file));
 }
 
 /**

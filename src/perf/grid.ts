@@ -2,7 +2,7 @@
 // multilinear interpolation inside the grid (monotone along each axis when the grid is), roofline scaling
 // at the nearest edge's efficiency outside it, and never below the speed of light.
 import { computeFlops, gemmSol, moeRoofline, type Peaks } from './sol.js';
-import { moeSolArgs, type OpName, type OpSpec, type Row } from './tables.js';
+import { moeSolArgs, type OpName, type OpSpec, type PackedOp, type Row } from './tables.js';
 
 /** An axis along which the running maximum only carries from cells on the compute-bound side of the roofline. */
 export interface FreeAxis {
@@ -105,6 +105,21 @@ function buildGrid(spec: OpSpec, peaks: Peaks, rows: Row[]): Grid {
   }
   const key: Row = {};
   for (const c of spec.keyCols) key[c] = rows[0]![c]!;
+  for (let o = 0; o < total; o++) if (counts[o]! > 0) lnLat[o] = sums[o]! / counts[o]!;
+  return denseGrid(spec, peaks, key, values, lnLat, Uint8Array.from(counts, (c) => (c > 0 ? 1 : 0)));
+}
+
+/**
+ * The grid of one key from ln(latency) per cell (NaN where the table has no row), row-major over `values` (each
+ * ascending): holes filled from the nearest cell by roofline transfer, then the running maximum along each axis.
+ * `lnLat` is filled in place. `measured` marks the cells with a row (default: those not NaN).
+ */
+export function denseGrid(spec: OpSpec, peaks: Peaks, key: Row, values: number[][], lnLat: Float64Array, measured?: Uint8Array): Grid {
+  const d = values.length;
+  const sizes = values.map((v) => v.length);
+  const strides: number[] = new Array(d).fill(1);
+  for (let i = d - 2; i >= 0; i--) strides[i] = strides[i + 1]! * sizes[i + 1]!;
+  const total = strides[0]! * sizes[0]!;
   const cellRow = (off: number): Row => {
     const r: Row = { ...key };
     let rem = off;
@@ -116,32 +131,35 @@ function buildGrid(spec: OpSpec, peaks: Peaks, rows: Row[]): Grid {
     return r;
   };
   // Holes: breadth-first from measured cells; a hole takes its neighbour's efficiency (SOL / latency).
-  const src = new Int32Array(total).fill(-1);
-  let frontier: number[] = [];
-  for (let o = 0; o < total; o++) if (counts[o]! > 0) { lnLat[o] = sums[o]! / counts[o]!; src[o] = o; frontier.push(o); }
-  while (frontier.length) {
-    const next: number[] = [];
-    for (const o of frontier) {
-      let rem = o;
-      for (let i = 0; i < d; i++) {
-        const j = Math.floor(rem / strides[i]!);
-        rem -= j * strides[i]!;
-        for (const dj of [-1, 1]) {
-          const jj = j + dj;
-          if (jj < 0 || jj >= sizes[i]!) continue;
-          const nb = o + dj * strides[i]!;
-          if (src[nb]! >= 0) continue;
-          src[nb] = src[o]!;
-          next.push(nb);
+  const has = measured ?? Uint8Array.from(lnLat, (v) => (Number.isNaN(v) ? 0 : 1));
+  if (has.includes(0)) {
+    const src = new Int32Array(total).fill(-1);
+    let frontier: number[] = [];
+    for (let o = 0; o < total; o++) if (has[o]) { src[o] = o; frontier.push(o); }
+    while (frontier.length) {
+      const next: number[] = [];
+      for (const o of frontier) {
+        let rem = o;
+        for (let i = 0; i < d; i++) {
+          const j = Math.floor(rem / strides[i]!);
+          rem -= j * strides[i]!;
+          for (const dj of [-1, 1]) {
+            const jj = j + dj;
+            if (jj < 0 || jj >= sizes[i]!) continue;
+            const nb = o + dj * strides[i]!;
+            if (src[nb]! >= 0) continue;
+            src[nb] = src[o]!;
+            next.push(nb);
+          }
         }
       }
+      frontier = next;
     }
-    frontier = next;
-  }
-  for (let o = 0; o < total; o++) {
-    if (counts[o]! > 0) continue;
-    const from = src[o]!;
-    lnLat[o] = lnLat[from]! + Math.log(spec.sol(peaks, cellRow(o)) / spec.sol(peaks, cellRow(from)));
+    for (let o = 0; o < total; o++) {
+      if (has[o]) continue;
+      const from = src[o]!;
+      lnLat[o] = lnLat[from]! + Math.log(spec.sol(peaks, cellRow(o)) / spec.sol(peaks, cellRow(from)));
+    }
   }
   // More work never takes less time: running maximum along every axis (see carriesAlong).
   for (let i = 0; i < d; i++) {
@@ -210,8 +228,8 @@ export function groupRows(spec: OpSpec, rows: Row[]): Map<string, Row[]> {
 
 /** All grids of one op in one source, with the nearest-key transfer for keys the table lacks. */
 export class OpTable {
-  /** Built grids, or the rows of a key whose grid is built on first use. */
-  private readonly store = new Map<string, Grid | Row[]>();
+  /** Built grids, or the rows of a key (or how to read them) whose grid is built on first use. */
+  private readonly store = new Map<string, Grid | Row[] | (() => Grid)>();
   private readonly keys = new Map<string, Row>();
   private readonly byStr = new Map<string, string[]>();
   private readonly nearest = new Map<string, string | null>();
@@ -219,22 +237,40 @@ export class OpTable {
   private readonly xc = new Float64Array(8);
 
   constructor(readonly spec: OpSpec, readonly peaks: Peaks, grids: Map<string, Grid> | Map<string, Row[]>) {
-    for (const [k, g] of grids) {
-      const keyRow: Row = {};
-      const src = Array.isArray(g) ? g[0]! : g.key;
-      for (const c of spec.keyCols) keyRow[c] = src[c]!;
-      this.store.set(k, g);
-      this.keys.set(k, keyRow);
-      const sk = strKeyOf(spec, keyRow);
-      let l = this.byStr.get(sk);
-      if (!l) this.byStr.set(sk, (l = []));
-      l.push(k);
-    }
+    for (const [k, g] of grids) this.add(k, Array.isArray(g) ? g[0]! : g.key, g);
+  }
+
+  private add(k: string, src: Row, g: Grid | Row[] | (() => Grid)): void {
+    const keyRow: Row = {};
+    for (const c of this.spec.keyCols) keyRow[c] = src[c]!;
+    this.store.set(k, g);
+    this.keys.set(k, keyRow);
+    const sk = strKeyOf(this.spec, keyRow);
+    let l = this.byStr.get(sk);
+    if (!l) this.byStr.set(sk, (l = []));
+    l.push(k);
   }
 
   /** A table whose grids are laid out lazily, key by key, when first asked for. */
   static fromRows(spec: OpSpec, peaks: Peaks, rows: Row[]): OpTable {
     return new OpTable(spec, peaks, groupRows(spec, rows));
+  }
+
+  /**
+   * A table over keys whose cells are read only when a lookup first needs the key (packed tables; see
+   * PackedOp): the same grids fromRows lays out from the same rows. Keys must be distinct; their order is the
+   * file's, as fromRows keeps it.
+   */
+  static lazy(spec: OpSpec, peaks: Peaks, t: Pick<PackedOp, 'keys' | 'rowsOf' | 'lnCellsOf'>): OpTable {
+    const table = new OpTable(spec, peaks, new Map<string, Grid>());
+    t.keys.forEach((key, i) => table.add(keyOf(spec, key), key, () => {
+      const cells = t.lnCellsOf(i);
+      if (!cells) return buildGrids(spec, peaks, t.rowsOf(i)).values().next().value as Grid;
+      const k: Row = {};
+      for (const c of spec.keyCols) k[c] = key[c]!;
+      return denseGrid(spec, peaks, k, cells.values, cells.lnLat);
+    }));
+    return table;
   }
 
   /** The grid of an exact key string (see keyOf), built on first use. */
@@ -244,8 +280,9 @@ export class OpTable {
 
   private grid(k: string): Grid | undefined {
     const v = this.store.get(k);
-    if (v === undefined || !Array.isArray(v)) return v;
-    const g = buildGrids(this.spec, this.peaks, v).values().next().value as Grid;
+    if (v === undefined) return undefined;
+    if (!Array.isArray(v) && typeof v !== 'function') return v;
+    const g = typeof v === 'function' ? v() : (buildGrids(this.spec, this.peaks, v).values().next().value as Grid);
     this.store.set(k, g);
     return g;
   }

@@ -2,7 +2,7 @@
 //   default      data/perf/<system>/<backend>/<version>/ (synthesized from calibrated coefficients)
 //   --perf-data  a directory in our format (meta.yaml + CSVs, possibly only some ops) or an aiconfigurator
 //                kernel-data directory (<system>/<family>/<framework>/<version>/*.parquet)
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import type { Backend, SystemSpec } from '../inputs/types.js';
@@ -10,14 +10,12 @@ import { InputError, UnsupportedError } from '../util/errors.js';
 import { dataPath } from '../util/paths.js';
 import { OpTable } from './grid.js';
 import { RooflinePerfSource } from './roofline.js';
-import { acrossNodes, peaksOf } from './sol.js';
+import { acrossNodes, peaksOf, type Peaks } from './sol.js';
 import { TablePerfSource, type ModelProvider } from './source.js';
-import { loadCalibration, modelLatency, resolvedModel } from './calibration.js';
-import { planFor } from './build.js';
+import { loadCalibration, modelLatency, resolvedModel, type SystemCalibration } from './calibration.js';
+import { planFor, type SynthesisPlan } from './build.js';
 import type { ModelOp, OpModel } from './model.js';
-import { loadAicTables } from './aic.js';
-import { subdirs } from './reference.js';
-import { modelSolOf, OP_NAMES, OP_SPECS, parseCsv, type OpName, type Row } from './tables.js';
+import { modelSolOf, OP_NAMES, OP_SPECS, PACKED_FILE, parseCsv, readPacked, type OpName, type PackedTables, type Row } from './tables.js';
 import type { PerfSource, PerfSourceInfo } from './types.js';
 
 export type { PerfSource, PerfSourceInfo } from './types.js';
@@ -107,7 +105,37 @@ function readMeta(dir: string): TableMeta | undefined {
 }
 
 function isOurDir(dir: string): boolean {
-  return existsSync(join(dir, 'meta.yaml')) || OP_NAMES.some((op) => existsSync(join(dir, OP_SPECS[op].file)));
+  return existsSync(join(dir, 'meta.yaml')) || existsSync(join(dir, PACKED_FILE)) || OP_NAMES.some((op) => existsSync(join(dir, OP_SPECS[op].file)));
+}
+
+/**
+ * The tables of a directory, op by op: the packed file (tables.bin, what perf:build writes) when there is one,
+ * else one CSV per op (measured tables, and directories written before the packed format). Nothing is parsed
+ * until an op is asked for; a packed op decodes only the keys its lookups reach.
+ */
+export function tableFiles(filesDir: string, peaks: Peaks): { has(op: OpName): boolean; table(op: OpName): OpTable | undefined } {
+  const packedPath = join(filesDir, PACKED_FILE);
+  if (existsSync(packedPath)) {
+    let packed: PackedTables | undefined;
+    const ops = (): PackedTables => (packed ??= readPacked(readFileSync(packedPath), packedPath));
+    return {
+      has: (op) => ops().has(op),
+      table: (op) => {
+        const p = ops().get(op);
+        return p && p.keys.length ? OpTable.lazy(p.spec, peaks, p) : undefined;
+      },
+    };
+  }
+  return {
+    has: (op) => existsSync(join(filesDir, OP_SPECS[op].file)),
+    table: (op) => {
+      const p = join(filesDir, OP_SPECS[op].file);
+      if (!existsSync(p)) return undefined;
+      const rows = parseCsv(OP_SPECS[op], readFileSync(p, 'utf8'), p);
+      if (rows.length === 0) return undefined;
+      return OpTable.fromRows(OP_SPECS[op], peaks, rows);
+    },
+  };
 }
 
 /** Open a directory in our format; ops without a file are answered by `fallback`. */
@@ -115,7 +143,8 @@ function openOurDir(dir: string, system: SystemSpec, fallback: PerfSource): Perf
   const meta = readMeta(dir);
   const filesDir = meta?.tables_from ? resolve(dir, '..', meta.tables_from) : dir;
   const peaks = peaksOf(system);
-  const missing = OP_NAMES.filter((op) => !existsSync(join(filesDir, OP_SPECS[op].file)));
+  const files = tableFiles(filesDir, peaks);
+  const missing = OP_NAMES.filter((op) => !files.has(op));
   const kind = meta?.kind === 'measured' ? 'measured' : meta ? 'synthesized' : 'measured';
   let calibratedOn = kind === 'measured' ? `measured${meta?.gpu ? ` on ${String(meta.gpu)}` : ''} (${dir})` : `calibrated on ${meta?.calibrated_on ?? 'unknown'}`;
   if (missing.length && fallback.info) calibratedOn += `; ${missing.join(', ')} from ${fallback.info.calibratedOn}`;
@@ -128,13 +157,7 @@ function openOurDir(dir: string, system: SystemSpec, fallback: PerfSource): Perf
     dir,
     ...(missing.length ? { fallbackOps: missing } : {}),
   };
-  const provide = (op: OpName): OpTable | undefined => {
-    const p = join(filesDir, OP_SPECS[op].file);
-    if (!existsSync(p)) return undefined;
-    const rows = parseCsv(OP_SPECS[op], readFileSync(p, 'utf8'), p);
-    if (rows.length === 0) return undefined;
-    return OpTable.fromRows(OP_SPECS[op], peaks, rows);
-  };
+  const provide = (op: OpName): OpTable | undefined => files.table(op);
   const model = kind === 'synthesized' && meta ? modelProvider(system, meta.backend as Backend, meta.version) : undefined;
   // Facts of the tables themselves live in the meta.yaml beside them.
   const tablesMeta = meta?.tables_from ? readMeta(filesDir) : meta;
@@ -142,12 +165,18 @@ function openOurDir(dir: string, system: SystemSpec, fallback: PerfSource): Perf
 }
 
 /** The calibrated op model a synthesized directory was built from, for keys its tables do not list. */
-function modelProvider(system: SystemSpec, backend: Backend, version: string): ModelProvider | undefined {
-  const cal = loadCalibration(system.name);
-  if (!cal) return undefined;
-  const plan = planFor(cal, backend, version);
+function modelProvider(system: SystemSpec, backend: Backend, version: string): ModelProvider {
+  // The coefficients are read on the first key the tables do not list (many runs never ask for one); without a
+  // calibration file every answer is undefined, as if there were no model.
+  let loaded: { cal: SystemCalibration; plan: SynthesisPlan } | null | undefined;
   const peaks = peaksOf(system);
   return (op, r) => {
+    if (loaded === undefined) {
+      const c = loadCalibration(system.name);
+      loaded = c ? { cal: c, plan: planFor(c, backend, version) } : null;
+    }
+    if (!loaded) return undefined;
+    const { cal, plan } = loaded;
     let m: OpModel | undefined;
     let row = r;
     let modelOp: ModelOp;
@@ -182,6 +211,8 @@ function findAicSystemDir(dir: string, system: SystemSpec): string | undefined {
 }
 
 async function openAicDir(sysDir: string, system: SystemSpec, backend: Backend, version: string, fallback: PerfSource): Promise<PerfSource> {
+  // The parquet readers load only for aiconfigurator data, not on every run.
+  const { loadAicTables } = await import('./aic.js');
   const aic = await loadAicTables(sysDir, system, backend, version);
   const missing = OP_NAMES.filter((op) => !aic.tables.has(op));
   const info: PerfSourceInfo = {
@@ -191,6 +222,11 @@ async function openAicDir(sysDir: string, system: SystemSpec, backend: Backend, 
     ...(missing.length ? { fallbackOps: missing } : {}),
   };
   return new TablePerfSource(system, info, (op) => aic.tables.get(op), fallback);
+}
+
+function subdirs(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir).filter((d) => statSync(join(dir, d)).isDirectory()).sort();
 }
 
 /** Every table directory under data/perf, sorted, with its meta. */

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { compareTables, parseTableCsv } from '../../src/perf/compare.js';
-import { OP_SPECS, parseCsv } from '../../src/perf/tables.js';
+import { OP_SPECS, PACKED_FILE, packedAsCsv, parseCsv } from '../../src/perf/tables.js';
 import { loadPerfSource } from '../../src/perf/index.js';
 import { loadSystem } from '../../src/inputs/systems.js';
 import { dataPath } from '../../src/util/paths.js';
@@ -14,17 +14,20 @@ import { dataPath } from '../../src/util/paths.js';
 const probe = spawnSync('python3', ['-c', 'import sys; print(sys.version_info >= (3, 8))'], { encoding: 'utf8' });
 const havePython = probe.status === 0 && probe.stdout.trim() === 'True';
 
-/** A synthesized h200_sxm directory that has its own gemm.csv, if the tables are built. */
+/** A synthesized h200_sxm directory that has tables of its own (packed), if the tables are built. */
 function synthesizedDir(): string | undefined {
   const sys = dataPath('perf', 'h200_sxm');
   if (!existsSync(sys)) return undefined;
   for (const backend of readdirSync(sys).filter((b) => b !== 'torch').sort())
     for (const version of readdirSync(join(sys, backend)).sort()) {
       const dir = join(sys, backend, version);
-      if (existsSync(join(dir, 'gemm.csv'))) return dir;
+      if (existsSync(join(dir, PACKED_FILE))) return dir;
     }
   return undefined;
 }
+
+/** The synthesized GEMM table as the CSV text perf:build -- --csv exports. */
+const synthGemmCsv = (dir: string): string => packedAsCsv(readFileSync(join(dir, PACKED_FILE)), dir)['gemm.csv']!;
 
 const synth = synthesizedDir();
 if (!havePython) console.log('collector format test skipped: python3 not found');
@@ -35,7 +38,7 @@ afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 describe.skipIf(!havePython || !synth)('collector tables read by perf compare', () => {
   it('tables written by Python join with synthesized ones and load as --perf-data', async () => {
-    const b = parseTableCsv(readFileSync(join(synth!, 'gemm.csv'), 'utf8'), 'gemm.csv');
+    const b = parseTableCsv(synthGemmCsv(synth!), 'gemm.csv');
     const picked = b.rows.filter((r) => r.dtype === 'bfloat16').slice(0, 20);
     expect(picked.length).toBeGreaterThan(0);
     // Measured = synthesized x 1.25, so B is 20% faster than A on every joined row.

@@ -1,13 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadSystem } from '../../src/inputs/systems.js';
-import { loadPerfSource } from '../../src/perf/index.js';
+import { loadPerfSource, tableDir } from '../../src/perf/index.js';
 import { buildGrids, GEMM_TILE, OpTable } from '../../src/perf/grid.js';
 import { GemmFast } from '../../src/perf/gemm-fast.js';
 import { collectiveSol, computeFlops, peaksOf, gemmSol, generationAttentionSol, moeSol, NETWORK_LATENCY_MS } from '../../src/perf/sol.js';
-import { OP_SPECS, parseCsv, toCsv } from '../../src/perf/tables.js';
+import { decodeLatency, encodeLatency, fmtLatency, OP_NAMES, OP_SPECS, PACKED_FILE, packRows, parseCsv, readPacked, toCsv, writePacked, type Row } from '../../src/perf/tables.js';
+import { rng } from '../../src/util/rng.js';
 import { UnsupportedError } from '../../src/util/errors.js';
 
 const h200 = loadSystem('h200_sxm');
@@ -267,5 +268,68 @@ describe('--perf-data with a partial measured directory', () => {
     const q = { dtype: 'bfloat16' as const, tokens: 64, hidden: 4096, inter: 1536, topk: 8, experts: 128, moeTp: 1, moeEp: 1 };
     expect(src.moe(q)).toBeCloseTo(1.5, 9);
     expect(src.moe({ ...q, distribution: 'balanced' })).toBeCloseTo(1.5, 9);
+  });
+});
+
+describe('packed tables (tables.bin)', () => {
+  it('store a latency as the double its CSV text parses to', () => {
+    const r = rng(7);
+    for (let i = 0; i < 50000; i++) {
+      const x = 10 ** (-7 + 14 * r()) * (1 + r());
+      expect(Object.is(decodeLatency(encodeLatency(x)), Number(fmtLatency(x))), String(x)).toBe(true);
+    }
+    for (const x of [0, 1, 99999, 99999.5, 0.000123455, 1.23455e-7, 9.99995, 1e7]) expect(decodeLatency(encodeLatency(x))).toBe(Number(fmtLatency(x)));
+    expect(() => encodeLatency(NaN)).toThrow();
+    expect(() => encodeLatency(1e-30)).toThrow(/range/);
+  });
+
+  it('read back the rows the CSV would give, holes and key order included', () => {
+    const rows: Row[] = [];
+    for (const dtype of ['fp8', 'bfloat16'])
+      for (const m of [1, 4, 16]) for (const n of [64, 128]) for (const k of [32, 4096]) {
+        if (dtype === 'fp8' && m === 4 && k === 4096) continue; // a hole
+        rows.push({ dtype, m, n, k, latency_ms: (m * n * k) / 3e7 + 0.0012345678 });
+      }
+    const bin = writePacked({ gemm: packRows(OP_SPECS.gemm, rows) });
+    const t = readPacked(bin, 'x').get('gemm')!;
+    expect(t.keys).toEqual([{ dtype: 'fp8' }, { dtype: 'bfloat16' }]);
+    expect(t.keys.flatMap((_, i) => t.rowsOf(i))).toEqual(parseCsv(OP_SPECS.gemm, toCsv(OP_SPECS.gemm, rows), 'x'));
+    expect(() => packRows(OP_SPECS.gemm, [...rows].reverse())).toThrow(/grid order/);
+    expect(() => readPacked(bin.subarray(0, 40), 'x')).toThrow(/truncated/);
+  });
+
+  it('answer exactly as the same tables written as CSV (--perf-data reads both)', async () => {
+    const own = tableDir('h200_sxm', 'vllm', '0.19.0')!;
+    const packed = readPacked(readFileSync(join(own, PACKED_FILE)), own);
+    const dir = mkdtempSync(join(tmpdir(), 'perf-csv-'));
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'meta.yaml'), readFileSync(join(own, 'meta.yaml')));
+    for (const op of OP_NAMES) {
+      const t = packed.get(op)!;
+      writeFileSync(join(dir, OP_SPECS[op].file), toCsv(OP_SPECS[op], t.keys.flatMap((_, i) => t.rowsOf(i))));
+    }
+    const a = await loadPerfSource({ system: h200, backend: 'vllm', version: '0.19.0' });
+    const b = await loadPerfSource({ system: h200, backend: 'vllm', version: '0.19.0', perfData: dir });
+    expect(b.info.fallbackOps).toBeUndefined();
+    const r = rng(11);
+    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
+    for (let i = 0; i < 3000; i++) {
+      const g = { dtype: pick(['bfloat16', 'fp8', 'fp8_block', 'nvfp4'] as const), m: 1 + Math.floor(2 ** (r() * 17)), n: pick([1000, 4096, 5120, 151936]), k: pick([128, 3000, 5120, 25600]) };
+      expect(b.gemm(g)).toBe(a.gemm(g));
+      const ctx = { batch: pick([1, 3, 8]), seq: 1 + Math.floor(2 ** (r() * 15)), heads: pick([8, 12, 64]), kvHeads: pick([1, 8]), headDim: pick([64, 128]), dtype: 'bfloat16' as const, kvDtype: pick(['bfloat16', 'fp8'] as const), window: pick([0, 128, 4096]) };
+      expect(b.contextAttention(ctx)).toBe(a.contextAttention(ctx));
+      const gen = { batch: 1 + Math.floor(2 ** (r() * 10)), kvLen: 1 + Math.floor(2 ** (r() * 17)), heads: pick([8, 40]), kvHeads: pick([1, 8]), headDim: 128, kvDtype: 'bfloat16' as const, window: 0 };
+      expect(b.generationAttention(gen)).toBe(a.generationAttention(gen));
+      const moe = { dtype: pick(['bfloat16', 'fp8', 'mxfp4'] as const), tokens: 1 + Math.floor(2 ** (r() * 14)), hidden: pick([2048, 2880, 4096]), inter: pick([768, 1536, 2880]), topk: 8, experts: 128, moeTp: 1, moeEp: pick([1, 2, 8]) };
+      expect(b.moe(moe)).toBe(a.moe(moe));
+      const comm = { gpus: pick([2, 4, 8, 16]), elements: 1 + Math.floor(2 ** (r() * 28)), dtype: 'bfloat16' as const };
+      expect(b.allReduce(comm)).toBe(a.allReduce(comm));
+      const coll = pick(['all_gather', 'alltoall', 'reduce_scatter'] as const);
+      expect(b.nccl(coll, comm)).toBe(a.nccl(coll, comm));
+      const mla = { phase: pick(['context', 'generation'] as const), batch: 1 + Math.floor(2 ** (r() * 9)), seq: 1 + Math.floor(2 ** (r() * 16)), heads: pick([16, 24, 128]), kvLoraRank: 512, qkRopeHeadDim: 64, qkNopeHeadDim: 128, vHeadDim: 128, qLoraRank: 1536, hidden: 7168, dtype: pick(['bfloat16', 'fp8_block'] as const), kvDtype: 'bfloat16' as const };
+      expect(b.mla(mla)).toBe(a.mla(mla));
+      const ew = { bytes: Math.floor(2 ** (10 + r() * 20)) };
+      expect(b.elementwise(ew)).toBe(a.elementwise(ew));
+    }
   });
 });
