@@ -12,7 +12,10 @@ import { estimateAgg, isRefusal } from '../src/engine/index.js';
 import { decodeFloorMs } from '../src/engine/memory.js';
 import { BANDS_FILE, band, groupKeys, statFor, tableFor, type BandFit, type BandTable, type ErrorBandsFile, type ErrorGroup } from '../src/engine/bands.js';
 import { backendProfile } from '../src/engine/backends.js';
-import { estimateRow, parseCsv, rowConcurrency, rowDtypes, workersRecorded, type Row, type RowInputs } from '../src/engine/rows.js';
+import { estimateRow, isKnownBuild, parseCsv, rowConcurrency, rowDtypes, workersRecorded, type Row, type RowInputs } from '../src/engine/rows.js';
+import { engineShippedBy } from '../src/inputs/dynamo-runtime.js';
+import { versionKey } from '../src/util/versions.js';
+import type { Backend } from '../src/inputs/types.js';
 import { resolveRowInputs } from '../src/cli/context.js';
 import type { EngineContext, Estimate, TtftParts } from '../src/engine/types.js';
 import { dataPath, referencePath } from '../src/util/paths.js';
@@ -47,6 +50,21 @@ interface Result {
 }
 
 const pct = (pred: number, meas: number) => (100 * (pred - meas)) / meas;
+
+/**
+ * A dev row that names no engine release (blank, a nightly tag) but records when it was measured: the benchmark
+ * prices it with the release the newest Dynamo release of that date ships (engineShippedBy), not with today's
+ * default, which did not exist yet (most such rows date from 2025-10 to 2026-04). Named builds the estimator knows
+ * (gpt-oss-dev) keep their name. The estimator itself never reads provenance: a row without a release is priced
+ * with the system's default.
+ */
+function releaseOfMeasurement(row: Row): Row {
+  const v = row.backend_version ?? '';
+  if (versionKey(v) || !(['vllm', 'sglang', 'trtllm'] as string[]).includes(row.backend ?? '')) return row;
+  if (isKnownBuild(row.backend as Backend, v)) return row;
+  const date = /measured=(\d{4}-\d{2}-\d{2})/.exec(row.silicon_data_source ?? '')?.[1];
+  return date ? { ...row, backend_version: engineShippedBy(row.backend as Backend, date) } : row;
+}
 
 async function runDev(rows: Row[], perfData?: string): Promise<Result[]> {
   const out: Result[] = [];
@@ -547,7 +565,7 @@ async function main(): Promise<void> {
   const pi = args.indexOf('--perf-data');
   const perfData = pi >= 0 ? args[pi + 1] : undefined;
   const t0 = performance.now();
-  const dev = parseCsv(readFileSync(DEV, 'utf8')).rows;
+  const dev = parseCsv(readFileSync(DEV, 'utf8')).rows.map(releaseOfMeasurement);
   const devRes = await runDev(dev, perfData);
   const t1 = performance.now();
   const ov = existsSync(OVERVIEW) ? await runOverview(parseCsv(readFileSync(OVERVIEW, 'utf8')).rows, perfData) : [];

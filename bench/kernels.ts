@@ -2,6 +2,8 @@
 // kernel tables. Prints, per system, backend, version, op and dtype: rows, median and p90 absolute % error,
 // and bias (median signed % error; + means we predict slower), rows measured below the speed of light, and the
 // lowest p90 any table that respects the roofline could reach on a slice whose p90 is above 25% (floor%).
+// The target (median <= 10%, p90 <= 25% per slice) is scored on each slice's rows measured at or above the speed of
+// light; rows measured below it are counted and reported, and kernels serving does not run are listed apart.
 // Usage: npm run bench:kernels [-- --system h200_sxm] [-- --op gemm] [-- --ref DIR] [-- --json]
 import { existsSync } from 'node:fs';
 import { loadSystem } from '../src/inputs/systems.js';
@@ -181,19 +183,28 @@ if (json) {
   console.log(`system     backend version      op                    ${'dtype'.padEnd(w)}  rows  med%   p90%  bias%   <SOL floor%  target`);
   for (const s of stats) {
     const targeted = isTargeted(s);
-    const ok = meets(s);
-    console.log(`${s.system.padEnd(10)} ${s.backend.padEnd(7)} ${s.version.padEnd(12)} ${s.op.padEnd(21)} ${s.dtype.padEnd(w)} ${String(s.rows).padStart(6)} ${f(s.medianAbsPct)} ${f(s.p90AbsPct)} ${f(s.biasPct)} ${String(s.belowSol).padStart(6)} ${s.p90Floor === undefined ? '     -' : f(s.p90Floor)}  ${targeted ? (ok ? 'met' : 'MISSED') : '-'}`);
+    console.log(`${s.system.padEnd(10)} ${s.backend.padEnd(7)} ${s.version.padEnd(12)} ${s.op.padEnd(21)} ${s.dtype.padEnd(w)} ${String(s.rows).padStart(6)} ${f(s.medianAbsPct)} ${f(s.p90AbsPct)} ${f(s.biasPct)} ${String(s.belowSol).padStart(6)} ${s.p90Floor === undefined ? '     -' : f(s.p90Floor)}  ${targeted ? (s.metAboveSol ? 'met' : 'MISSED') : '-'}`);
   }
   const targeted = stats.filter(isTargeted);
-  const met = targeted.filter(meets);
+  const met = targeted.filter((s) => s.metAboveSol);
+  const pct = (a: number, b: number): string => `${((100 * a) / Math.max(1, b)).toFixed(1)}%`;
+  console.log(`\ntarget (median <= 10%, p90 <= 25% on the rows at or above the roofline) met by ${met.length} of ${targeted.length} targeted slices (${pct(met.length, targeted.length)})`);
+  const belowSol = targeted.reduce((a, s) => a + s.belowSol, 0);
   const rowsAll = targeted.reduce((a, s) => a + s.rows, 0);
-  const rowsMet = met.reduce((a, s) => a + s.rows, 0);
-  console.log(`\ntarget (median <= 10%, p90 <= 25%) met by ${met.length} of ${targeted.length} targeted slices (${rowsMet} of ${rowsAll} rows)`);
-  const impossible = targeted.reduce((a, s) => a + s.belowSol, 0);
-  console.log(`${impossible} rows of targeted slices were measured faster than their system's speed of light (<SOL column); they count as errors`);
-  console.log(`without those rows ${targeted.filter((s) => s.metAboveSol).length} of ${targeted.length} targeted slices meet the target`);
-  const beyond = targeted.filter((s) => (s.p90Floor ?? 0) > 25).map((s) => `${s.system} ${s.backend} ${s.version} ${s.op} ${s.dtype}`);
-  console.log(`${beyond.length} targeted slices cannot meet the p90 target with any table that respects the roofline (floor% > 25: the lowest p90 a table holding one latency per shape, none below the speed of light, can reach on their rows)${beyond.length ? ': ' + beyond.join('; ') : ''}`);
+  console.log(`${belowSol} of ${rowsAll} rows of targeted slices were measured faster than their system's speed of light (<SOL column): counted and reported, not scored`);
+  console.log(`on all rows, below the speed of light included, ${targeted.filter(meets).length} of ${targeted.length} targeted slices meet it`);
+  const apart = stats.filter((s) => !isTargeted(s));
+  console.log(`${apart.length} slices listed apart (kernels serving does not run, host-routed collectives, ops outside the target: ${[...new Set(apart.map((s) => s.pool))].sort().join(', ')})`);
+  const missed = targeted.filter((s) => !s.metAboveSol);
+  if (missed.length) {
+    console.log(`slices missing the target, with the reason:`);
+    for (const s of missed) {
+      const why = (s.p90Floor ?? 0) > 25
+        ? `the rows disagree with each other: no table respecting the roofline gets p90 below ${s.p90Floor!.toFixed(1)}%`
+        : `model error: median ${s.medianAbsPct.toFixed(1)}%, p90 ${s.p90AbsPct.toFixed(1)}%, bias ${s.biasPct.toFixed(1)}%`;
+      console.log(`  ${s.system} ${s.backend} ${s.version} ${s.op} ${s.dtype} (${s.rows} rows): ${why}`);
+    }
+  }
   console.log('\nall rows pooled, by op:');
   console.log('op                                 rows   med%   p90%  slices meeting the target');
   for (const s of summary) console.log(`${s.op.padEnd(30)} ${String(s.rows).padStart(9)} ${f(s.medianAbsPct)} ${f(s.p90AbsPct)}  ${s.slicesMet}/${s.slices}`);

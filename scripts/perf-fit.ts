@@ -1,7 +1,9 @@
 // Fit the op-model coefficients of every system against the reference kernel tables and write
 // data/calibration/<system>.json. Usage: npm run perf:fit [-- --ref DIR] [-- --system h200_sxm]
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { loadSystem } from '../src/inputs/systems.js';
+// [-- --exclusions-only]: keep the fitted surfaces, recompute only which groups the tables leave out (seconds, not
+// the fit's tens of minutes; the same result as a full fit, whose exclusions are computed from the surfaces alone).
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { listSystems, loadSystem } from '../src/inputs/systems.js';
 import { dataPath, referencePath } from '../src/util/paths.js';
 import { FEATURES, GEMM_M_ALIGN, LOW_LATENCY, type ModelOp, type OpModel } from '../src/perf/model.js';
 import { commGroupKey, DEFAULT_FIT, fitGroup, fitMoeRouting, hostRoutedFrom, routesOf, unalignedMFactor } from '../src/perf/fit.js';
@@ -9,7 +11,7 @@ import { listRefTables, MLA_DECODE_KERNEL_FILE, readRefTable, REF_FILE_OP, sourc
 import { composeDecodeModules, COMPOSED_MLA_ENGINES } from '../src/perf/mla.js';
 import { modelSolOf, OP_SPECS, type Row } from '../src/perf/tables.js';
 import { dtypeBytes, peaksOf, type Peaks } from '../src/perf/sol.js';
-import { findOutlierGroups, findUnservedGroups, modelLatency, serializeCalibration, type SystemCalibration } from '../src/perf/calibration.js';
+import { findOutlierGroups, findUnservedGroups, modelLatency, parseCalibration, serializeCalibration, type SystemCalibration } from '../src/perf/calibration.js';
 import { baseMoeDistributions, moeRowsFor } from '../src/perf/aic.js';
 import { pointLatency } from '../src/perf/build.js';
 
@@ -20,6 +22,21 @@ const argOf = (name: string): string | undefined => {
 };
 const refRoot = argOf('--ref') ?? referencePath('aic-silicon', 'kernels');
 const only = argOf('--system');
+
+if (args.includes('--exclusions-only')) {
+  for (const sys of listSystems()) {
+    if (only && sys.name !== only) continue;
+    const p = dataPath('calibration', `${sys.name}.json`);
+    if (!existsSync(p)) continue;
+    const cal = parseCalibration(readFileSync(p, 'utf8'));
+    delete cal.excluded;
+    const excluded = [...findOutlierGroups(cal), ...findUnservedGroups(cal)];
+    if (excluded.length) cal.excluded = excluded;
+    writeFileSync(p, serializeCalibration(cal));
+    console.log(`${sys.name}: ${excluded.length} groups left out of the tables`);
+  }
+  process.exit(0);
+}
 
 function fitOp(op: ModelOp, peaks: Peaks, rows: Row[]): OpModel {
   const def = FEATURES[op];

@@ -2,17 +2,55 @@
 // effective dtypes and an optional correction profile; and the same inputs for a measured-run CSV row.
 import { effectiveDtypes } from '../inputs/dtypes.js';
 import { resolveModel } from '../inputs/models.js';
-import { loadSystem, resolveEngine } from '../inputs/systems.js';
+import { loadSystem, recordedEngine, resolveEngine } from '../inputs/systems.js';
 import { loadPerfSource } from '../perf/index.js';
-import { loadCorrectionProfile } from '../validate/profile.js';
-import type { EngineContext } from '../engine/types.js';
+import { loadCorrectionProfile, profileMismatches } from '../validate/profile.js';
+import type { CorrectionProfile, EngineContext } from '../engine/types.js';
+import { InputError } from '../util/errors.js';
+import { escapeControl } from '../util/text.js';
 import type { Backend, ModelSpec } from '../inputs/types.js';
 import { releaseOfBuild, type Row, type RowInputs } from '../engine/rows.js';
 import type { CommonInputs } from './options.js';
 
-/** `extra.model`: the already resolved model of `inputs.hfId` (callers that build many contexts resolve it once). */
-export async function loadEngineContext(inputs: CommonInputs, extra: { decodeSystem?: string; model?: ModelSpec } = {}): Promise<EngineContext> {
+/**
+ * A request of isl + osl tokens must fit the model's context (max_position_embeddings): an engine started
+ * with a longer --max-model-len refuses to start or fails every request, so such a plan is bad input.
+ */
+export function checkContextLength(model: ModelSpec, workload: { isl: number; osl: number }, name = model.id): void {
+  const max = model.maxPositionEmbeddings;
+  const total = workload.isl + workload.osl;
+  if (max > 0 && total > max) {
+    throw new InputError(
+      `isl ${workload.isl} + osl ${workload.osl} = ${total} tokens exceeds the context length of ${escapeControl(name)} (${max} positions, max_position_embeddings); shorten --isl or --osl`,
+    );
+  }
+}
+
+/**
+ * A profile fitted for another model, system or backend: a warning on stderr, or with `strict` an input
+ * error (exit 2).
+ */
+export function checkCorrectionFits(
+  profile: CorrectionProfile,
+  target: { model: string[]; system: string[]; backend: string },
+  strict = false,
+): void {
+  const mismatches = profileMismatches(profile, target);
+  if (mismatches.length === 0) return;
+  if (strict) throw new InputError(`${escapeControl(mismatches.join('; '))} (--strict refuses a profile fitted for another deployment)`);
+  for (const m of mismatches) process.stderr.write(`configure: warning: ${escapeControl(m)}; its factors may not apply (--strict refuses it)\n`);
+}
+
+/**
+ * `extra.model`: the already resolved model of `inputs.hfId` (callers that build many contexts resolve it once).
+ * `extra.strictCalibration`: refuse a --calibration profile fitted for another model, system or backend.
+ */
+export async function loadEngineContext(
+  inputs: CommonInputs,
+  extra: { decodeSystem?: string; model?: ModelSpec; strictCalibration?: boolean } = {},
+): Promise<EngineContext> {
   const model = extra.model ?? (await resolveModel(inputs.hfId));
+  checkContextLength(model, inputs, inputs.hfId);
   const system = loadSystem(inputs.system);
   const { backend, version } = resolveEngine(system, inputs.backend, inputs.backendVersion);
   const perf = await loadPerfSource({ system, backend, version, perfData: inputs.perfData });
@@ -28,7 +66,10 @@ export async function loadEngineContext(inputs: CommonInputs, extra: { decodeSys
     kvDtype: dt.kvDtype,
     workload: { isl: inputs.isl, osl: inputs.osl, prefix: inputs.prefix },
   };
-  if (inputs.calibration) ctx.correction = loadCorrectionProfile(inputs.calibration);
+  if (inputs.calibration) {
+    ctx.correction = loadCorrectionProfile(inputs.calibration);
+    checkCorrectionFits(ctx.correction, { model: [inputs.hfId, model.id], system: [system.name, inputs.system], backend }, extra.strictCalibration ?? inputs.strictCalibration);
+  }
   if (extra.decodeSystem) {
     const ds = loadSystem(extra.decodeSystem);
     if (ds.name !== system.name) {
@@ -67,16 +108,13 @@ export function resolveRowInputs(row: Row, perfData?: string): Promise<RowInputs
       }
       let engine;
       try {
-        engine = resolveEngine(system, row.backend as Backend, row.backend_version || undefined);
-      } catch {
-        // A version we do not support: the release a pre-release build was cut ahead of, else the system's default.
+        // A named pre-release build runs as the release it was cut ahead of; any other recorded version as the
+        // supported release nearest to what it names (see recordedEngine).
         const support = system.backends[row.backend as Backend];
-        const release = support && row.backend_version ? releaseOfBuild(row.backend as Backend, row.backend_version, support.versions) : undefined;
-        try {
-          engine = resolveEngine(system, row.backend as Backend, release);
-        } catch (e) {
-          return { refused: true as const, reason: (e as Error).message, family: model.family };
-        }
+        const build = support && row.backend_version ? releaseOfBuild(row.backend as Backend, row.backend_version, support.versions) : undefined;
+        engine = build ? resolveEngine(system, row.backend as Backend, build) : recordedEngine(system, row.backend as Backend, row.backend_version);
+      } catch (e) {
+        return { refused: true as const, reason: (e as Error).message, family: model.family };
       }
       let perf;
       try {

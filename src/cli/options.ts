@@ -4,6 +4,7 @@ import { Command, Option } from 'commander';
 import { nonNegativeInt, positiveInt, positiveNumber } from './common.js';
 import { InputError } from '../util/errors.js';
 import { BACKENDS, DTYPES, type Backend, type Dtype, type Sla } from '../inputs/types.js';
+import { parseDynamoVersion } from '../output/images.js';
 
 export const DEFAULTS = { isl: 4000, osl: 1000, ttft: 2000, tpot: 30, topN: 5 } as const;
 
@@ -30,13 +31,14 @@ export function addGlobalOptions(cmd: Command): Command {
 export function addModelSystemOptions(cmd: Command): Command {
   return cmd
     .requiredOption('--hf-id <id>', 'model: bundled id, local directory or config.json, HF cache, or Hub id')
-    .requiredOption('--system <name>', 'GPU system: h100_sxm, h200_sxm, b200_sxm, gb200_sxm, a100_sxm, l40s')
+    .requiredOption('--system <name>', 'GPU system: h100_sxm, h200_sxm, b200_sxm, b300_sxm, gb200_sxm, gb300, a100_sxm, l40s (aliases: configure systems)')
     .addOption(new Option('--backend <name>', 'engine: vllm, sglang or trtllm').argParser(backendParser))
     .option('--backend-version <v>', "engine version (default: the system's default for the backend)")
     .addOption(new Option('--weight-dtype <dtype>', "override the checkpoint's weight format").argParser(dtypeParser('--weight-dtype')))
     .addOption(new Option('--kv-cache-dtype <dtype>', "override the checkpoint's KV-cache dtype").argParser(dtypeParser('--kv-cache-dtype')))
     .option('--perf-data <dir>', 'performance tables: a directory in our format or an aiconfigurator systems data directory')
-    .option('--calibration <file>', 'apply a correction profile written by `configure calibrate`');
+    .option('--calibration <file>', 'apply a correction profile written by `configure calibrate`')
+    .option('--strict', 'refuse (exit 2) a --calibration profile fitted for another model, system or backend instead of warning');
 }
 
 /** --hf-id and --system become optional (the command finds them elsewhere: a CSV, a plan file). */
@@ -58,11 +60,37 @@ export function addSlaOptions(cmd: Command): Command {
     .option('--request-latency <ms>', 'end-to-end request latency target, ms', positiveNumber('--request-latency'));
 }
 
+export const DYNAMO_VERSION_HELP =
+  'Dynamo release of the manifests (image, flags, DGD API version): a release such as 0.9.1, 1.2.0 or 1.4.0, or a line such as 0.9 or 1.x (default: the newest release whose runtime image ships the engine version, else the nearest)';
+export const IMAGE_HELP = 'container image for every component, replacing the Dynamo runtime image (flags still follow the Dynamo release)';
+
+/** --dynamo-version: checked when parsed (InputError, exit 2, listing the releases), kept as given. */
+export function dynamoVersionParser(v: string): string {
+  parseDynamoVersion(v);
+  return v;
+}
+
+/** --image: one container image reference (no spaces). */
+export function imageParser(flag: string) {
+  return (v: string): string => {
+    const s = v.trim();
+    if (s === '' || /\s/.test(s)) throw new InputError(`${flag} "${v}" is not an image reference (e.g. registry.example.com/dynamo/vllm-runtime:1.4.0)`);
+    return s;
+  };
+}
+
 export function addSaveOptions(cmd: Command): Command {
   return cmd
     .option('--save-dir <dir>', 'write the results directory here')
     .option('--force', 'replace an existing results directory')
-    .option('--dynamo-version <v>', 'Dynamo flag profile for manifests: 0.9 or 1.x (default: the one matching the runtime image)');
+    .option('--dynamo-version <v>', DYNAMO_VERSION_HELP, dynamoVersionParser)
+    .option('--image <image>', IMAGE_HELP, imageParser('--image'));
+}
+
+/** The images --image gives, by component (all of them), for the results directory. */
+export function imagesOf(o: Record<string, unknown>): { frontend: string; agg: string; prefill: string; decode: string } | undefined {
+  const image = o.image as string | undefined;
+  return image === undefined ? undefined : { frontend: image, agg: image, prefill: image, decode: image };
 }
 
 /** Plain values of the shared flags, defaults applied. */
@@ -75,6 +103,8 @@ export interface CommonInputs {
   kvDtype?: Dtype;
   perfData?: string;
   calibration?: string;
+  /** --strict: refuse a --calibration profile fitted for another model, system or backend. */
+  strictCalibration?: boolean;
   isl: number;
   osl: number;
   prefix: number;
@@ -96,6 +126,7 @@ export function readCommonInputs(o: Record<string, unknown>): CommonInputs {
     kvDtype: o.kvCacheDtype as Dtype | undefined,
     perfData: o.perfData as string | undefined,
     calibration: o.calibration as string | undefined,
+    strictCalibration: o.strict === true,
     isl,
     osl: (o.osl as number | undefined) ?? DEFAULTS.osl,
     prefix,

@@ -10,21 +10,68 @@ import { compareVersions, onLineAtLeast } from '../util/versions.js';
 import { sizeUnrecordedPools, wideEpLayout } from './disagg.js';
 import { rowSpeculation } from './speculation.js';
 import { parse } from 'csv-parse/sync';
+import { z } from 'zod';
 import { InputError } from '../util/errors.js';
 
 export type Row = Record<string, string>;
 
-/** CSV (quoted fields, CRLF or LF) into header-keyed rows; short rows are padded with empty cells. */
-export function parseCsv(text: string): { header: string[]; rows: Row[] } {
-  let records: string[][];
+/**
+ * CSV (quoted fields, CRLF or LF) into header-keyed rows; short rows are padded with empty cells. `lines` holds
+ * the file line each row ends on (for messages).
+ */
+export function parseCsv(text: string): { header: string[]; rows: Row[]; lines: number[] } {
+  let records: Array<{ record: string[]; info: { lines: number } }>;
   try {
-    records = parse(text, { bom: true, relax_column_count: true, skip_empty_lines: true, record_delimiter: ['\r\n', '\n', '\r'] });
+    // (The `as unknown`: csv-parse's typings do not model `info: true` records.)
+    records = parse(text, {
+      bom: true, relax_column_count: true, skip_empty_lines: true, record_delimiter: ['\r\n', '\n', '\r'], info: true,
+    }) as unknown as Array<{ record: string[]; info: { lines: number } }>;
   } catch (e) {
     throw new InputError(`CSV: ${(e as Error).message.split('\n')[0]}`);
   }
-  const header = records.shift() ?? [];
-  const rows = records.map((r) => Object.fromEntries(header.map((h, i) => [h, r[i] ?? ''])));
-  return { header, rows };
+  const header = records.shift()?.record ?? [];
+  const rows = records.map(({ record: r }) => Object.fromEntries(header.map((h, i) => [h, r[i] ?? ''])));
+  return { header, rows, lines: records.map((r) => r.info.lines) };
+}
+
+// ---- the numbers of a row ----
+
+const POOL_COUNT_COLUMNS = ['batch_size', 'num_workers', 'tp_size', 'pp_size', 'attention_dp_size', 'moe_tp_size', 'moe_ep_size'];
+
+/** Columns read as counts; blank (or 0, as the reference rows write for "not used") means the default. */
+export const ROW_COUNT_COLUMNS = [
+  'batch_size', 'tp_size', 'pp_size', 'attention_dp_size', 'moe_tp_size', 'moe_ep_size',
+  ...POOL_COUNT_COLUMNS.map((c) => `prefill_${c}`),
+  ...POOL_COUNT_COLUMNS.map((c) => `decode_${c}`),
+] as const;
+
+/** Above this a count or a length is a typo, not a deployment. */
+const MAX_CELL = 10_000_000;
+
+const decimal = /^[+]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i;
+const numberText = (v: string) => decimal.test(v.trim()) && Number(v) <= MAX_CELL;
+const countCell = z.string().optional().refine((v) => v === undefined || v.trim() === '' || numberText(v), 'a number');
+const lengthCell = z.string().refine((v) => numberText(v) && Number(v) >= 1, 'a positive number');
+
+/**
+ * The numeric cells of a measured-run row: isl and osl positive numbers, counts blank or non-negative numbers,
+ * all at most MAX_CELL. Anything else ("abc", "-4", "1e400", "NaN") is a malformed row, never a default.
+ */
+export const rowNumbersSchema = z.object({
+  isl: lengthCell,
+  osl: lengthCell,
+  ...Object.fromEntries(ROW_COUNT_COLUMNS.map((c) => [c, countCell])),
+});
+
+/** Throw an InputError naming `where` (e.g. "file.csv line 7") and the first malformed numeric column of a row. */
+export function checkRowNumbers(row: Row, where: string): void {
+  const parsed = rowNumbersSchema.safeParse(row);
+  if (parsed.success) return;
+  const issue = parsed.error.issues[0];
+  const col = String(issue.path[0]);
+  const v = row[col];
+  const want = col === 'isl' || col === 'osl' ? `a positive number up to ${MAX_CELL}` : `blank or a non-negative number up to ${MAX_CELL}`;
+  throw new InputError(`${where}, column "${col}": ${v === undefined ? 'missing' : JSON.stringify(v)} is not ${want}`);
 }
 
 const QUANT: Record<string, Dtype> = {
@@ -41,6 +88,9 @@ const SIXTEEN_BIT = new Set<Dtype>(['bfloat16', 'float16']);
  * all-reduce still goes through NCCL, see BackendProfile.allReduceViaNccl).
  */
 const BUILT_BEFORE: Partial<Record<Backend, Record<string, string>>> = { trtllm: { 'gpt-oss-dev': '1.1' } };
+
+/** Whether a recorded version names a build whose release is known (see BUILT_BEFORE). */
+export const isKnownBuild = (backend: Backend, version: string): boolean => BUILT_BEFORE[backend]?.[version] !== undefined;
 
 /** The supported release a pre-release build runs as (the newest before the release it preceded), if known. */
 export function releaseOfBuild(backend: Backend, version: string, supported: string[]): string | undefined {
@@ -73,9 +123,13 @@ export function rowDtypes(row: Row, model: ModelSpec): { gemmDtype: Dtype; moeDt
   return { gemmDtype: gemm, moeDtype: moe, kvDtype: kv };
 }
 
-const int = (v: string | undefined, d = 1): number => {
+/** A count cell of a row: blank or 0 gives the default `d`; a malformed number is an input error. */
+const int = (row: Row, col: string, d = 1): number => {
+  const v = row[col];
+  if (v === undefined || v.trim() === '') return d;
+  if (!numberText(v)) throw new InputError(`column "${col}": ${JSON.stringify(v)} is not a number`);
   const n = Number(v);
-  return v !== undefined && v !== '' && Number.isFinite(n) && n > 0 ? Math.round(n) : d;
+  return n > 0 ? Math.round(n) : d;
 };
 
 /** Clients of a row: batch_size for agg; `silicon_concurrency=` of the source for disagg when given. */
@@ -83,7 +137,7 @@ export function rowConcurrency(row: Row): number | undefined {
   const m = /silicon_concurrency=(\d+)/.exec(row.silicon_data_source ?? '');
   if (m) return Number(m[1]);
   // batch_size counts sequences per attention-dp rank.
-  if (row.mode === 'agg') return int(row.batch_size) * int(row.attention_dp_size);
+  if (row.mode === 'agg') return int(row, 'batch_size') * int(row, 'attention_dp_size');
   return undefined;
 }
 
@@ -92,10 +146,10 @@ export function rowConcurrency(row: Row): number | undefined {
  * moe_ep 8 for 4 clients on an 8-GPU node): the run used moe_ep GPUs with expert parallelism, so read it so.
  */
 function squaredMoeLayout(row: Row): { tp: number; dp: number; gpus: number } | undefined {
-  const tp = int(row.tp_size);
-  const dp = int(row.attention_dp_size);
-  const mt = int(row.moe_tp_size, 0);
-  const me = int(row.moe_ep_size, 0);
+  const tp = int(row, 'tp_size');
+  const dp = int(row, 'attention_dp_size');
+  const mt = int(row, 'moe_tp_size', 0);
+  const me = int(row, 'moe_ep_size', 0);
   if (mt > 1 && mt === me && tp * dp === mt * me) return dp > 1 ? { tp: 1, dp: me, gpus: me } : { tp: me, dp: 1, gpus: me };
   return undefined;
 }
@@ -106,7 +160,7 @@ function squaredMoeLayout(row: Row): { tp: number; dp: number; gpus: number } | 
  */
 export function rowAggReplicas(row: Row): number {
   if (squaredMoeLayout(row)) return 1;
-  const perReplica = int(row.batch_size) * int(row.attention_dp_size);
+  const perReplica = int(row, 'batch_size') * int(row, 'attention_dp_size');
   const conc = rowConcurrency(row) ?? perReplica;
   return Math.max(1, Math.round(conc / perReplica));
 }
@@ -116,33 +170,33 @@ export function rowAggConfig(row: Row, backend: Backend, version: string, gpu: G
   const maxNumTokens = backendProfile(backend, version, gpu).maxNumTokens;
   const sq = squaredMoeLayout(row);
   if (sq) {
-    const batch = rowConcurrency(row) ?? int(row.batch_size) * int(row.attention_dp_size);
-    return { tp: sq.tp, pp: int(row.pp_size), dp: sq.dp, moeTp: 1, moeEp: sq.gpus, batchSize: batch, maxNumTokens };
+    const batch = rowConcurrency(row) ?? int(row, 'batch_size') * int(row, 'attention_dp_size');
+    return { tp: sq.tp, pp: int(row, 'pp_size'), dp: sq.dp, moeTp: 1, moeEp: sq.gpus, batchSize: batch, maxNumTokens };
   }
-  const tp = int(row.tp_size);
-  const dp = int(row.attention_dp_size);
+  const tp = int(row, 'tp_size');
+  const dp = int(row, 'attention_dp_size');
   // Each replica runs its share of the clients at once (a recorded batch below that share is the clients').
-  const batch = Math.max(int(row.batch_size) * dp, Math.ceil((rowConcurrency(row) ?? 1) / rowAggReplicas(row)));
+  const batch = Math.max(int(row, 'batch_size') * dp, Math.ceil((rowConcurrency(row) ?? 1) / rowAggReplicas(row)));
   return {
-    tp, pp: int(row.pp_size), dp, moeTp: int(row.moe_tp_size, tp * dp), moeEp: int(row.moe_ep_size),
+    tp, pp: int(row, 'pp_size'), dp, moeTp: int(row, 'moe_tp_size', tp * dp), moeEp: int(row, 'moe_ep_size'),
     batchSize: batch, maxNumTokens,
   };
 }
 
 function pool(row: Row, side: 'prefill' | 'decode', backend: Backend, version: string, gpu: GpuFacts): PoolConfig {
-  const tp = int(row[`${side}_tp_size`]);
-  const dp = int(row[`${side}_attention_dp_size`]);
-  const workers = int(row[`${side}_num_workers`]);
+  const tp = int(row, `${side}_tp_size`);
+  const dp = int(row, `${side}_attention_dp_size`);
+  const workers = int(row, `${side}_num_workers`);
   // Rows that leave the decode batch blank ran it at the clients' concurrency spread over the workers.
   const conc = rowConcurrency(row) ?? 1;
   const batch = row[`${side}_batch_size`]
-    ? int(row[`${side}_batch_size`]) * dp
+    ? int(row, `${side}_batch_size`) * dp
     : side === 'decode' ? Math.max(1, Math.ceil(conc / workers)) : dp;
   const prof = backendProfile(backend, version, gpu);
   return {
-    tp, pp: int(row[`${side}_pp_size`]), dp, moeTp: int(row[`${side}_moe_tp_size`], tp * dp), moeEp: int(row[`${side}_moe_ep_size`]),
+    tp, pp: int(row, `${side}_pp_size`), dp, moeTp: int(row, `${side}_moe_tp_size`, tp * dp), moeEp: int(row, `${side}_moe_ep_size`),
     batchSize: batch, workers,
-    maxNumTokens: side === 'prefill' ? Math.max(prof.maxNumTokens, Math.ceil(batch / dp) * int(row.isl)) : prof.maxNumTokens,
+    maxNumTokens: side === 'prefill' ? Math.max(prof.maxNumTokens, Math.ceil(batch / dp) * int(row, 'isl')) : prof.maxNumTokens,
   };
 }
 
@@ -174,7 +228,7 @@ export function estimateRow(row: Row, inp: RowInputs): Estimate | Refusal {
   const ctx: EngineContext = {
     model: inp.model, system: inp.system, backend: inp.backend, version: inp.version, perf: inp.perf,
     gemmDtype: dt.gemmDtype, moeDtype: dt.moeDtype, kvDtype: dt.kvDtype,
-    workload: { isl: int(row.isl), osl: int(row.osl), prefix: 0 },
+    workload: { isl: int(row, 'isl'), osl: int(row, 'osl'), prefix: 0 },
   };
   const conc = rowConcurrency(row);
   const spec = rowSpeculation(inp.model, inp.backend, { mode: row.mode === 'disagg' ? 'disagg' : 'agg', planner: plannerRun(row) });

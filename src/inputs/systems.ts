@@ -4,6 +4,8 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { dataPath } from '../util/paths.js';
 import { InputError, UnsupportedError } from '../util/errors.js';
+import { compareVersions, versionDistance, versionKey } from '../util/versions.js';
+import { engineRelease } from './dynamo-runtime.js';
 import { BACKENDS, type Backend, type SystemSpec } from './types.js';
 
 const positive = z.number().positive();
@@ -106,10 +108,34 @@ export function resolveEngine(system: SystemSpec, backend: Backend, version?: st
   if (version === undefined || version === '') return { backend: b, version: support.default };
   const v = version.trim().replace(/^v(?=\d)/, '');
   if (!support.versions.includes(v)) {
+    const ships = engineRelease(b, v);
+    const hint = ships !== v ? `; "${v}" is a Dynamo runtime image tag, whose image ships ${b} ${ships}` : '';
     throw new UnsupportedError(
-      `${b} version "${version}" is not supported on ${system.name}; supported: ${support.versions.join(', ')} (default ${support.default})`,
+      `${b} version "${version}" is not supported on ${system.name}${hint}; supported: ${support.versions.join(', ')} (default ${support.default})`,
       { system: system.name, backend: b, supported: support.versions, default: support.default },
     );
   }
   return { backend: b, version: v };
+}
+
+/**
+ * The supported engine version a measured run ran, from the version it recorded: a Dynamo runtime image tag
+ * becomes the engine release its image ships; a release the system does not list becomes the nearest listed
+ * one (the newest before it, else the oldest after it); a blank, nightly or custom build tag, the default.
+ * `as` says which of these applied.
+ */
+export function recordedEngine(
+  system: SystemSpec,
+  backend: Backend,
+  recorded: string | undefined,
+): { backend: Backend; version: string; as: 'listed' | 'nearest' | 'default' } {
+  const { version: fallback } = resolveEngine(system, backend);
+  const versions = system.backends[backend]!.versions;
+  const v = engineRelease(backend, (recorded ?? '').trim().replace(/^v(?=\d)/, ''));
+  if (versions.includes(v)) return { backend, version: v, as: 'listed' };
+  if (!versionKey(v)) return { backend, version: fallback, as: 'default' };
+  const before = versions.filter((x) => compareVersions(x, v) < 0);
+  const pool = before.length > 0 ? before : versions;
+  const nearest = pool.reduce((a, x) => (versionDistance(x, v) < versionDistance(a, v) ? x : a));
+  return { backend, version: nearest, as: 'nearest' };
 }

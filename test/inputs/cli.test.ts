@@ -56,7 +56,7 @@ describe('configure models / systems', () => {
   it('models prints a table', async () => {
     const r = await configure('models');
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/│ Qwen\/Qwen3-32B +│ qwen3 +│ 32\.76 +│ 64 +│ 5120 +│ 64\/8 /);
+    expect(r.stdout).toMatch(/│ Qwen\/Qwen3-32B +│ qwen3 +│ 32\.76 +│ 64 +│ 64 full +│ 5120 +│ 64\/8 /);
   });
 
   it('malformed config.json: exit 2, one line, no stack', async () => {
@@ -84,7 +84,10 @@ describe('configure models / systems', () => {
     const r = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'src/cli/main.ts'), 'systems', '--json'], { cwd: ROOT, encoding: 'utf8' });
     expect(r.status).toBe(0);
     const doc = JSON.parse(r.stdout) as { systems: { name: string; backends: Record<string, { default: string; versions: string[] }> }[] };
-    expect(doc.systems.map((s) => s.name)).toEqual(['a100_sxm', 'b200_sxm', 'gb200_sxm', 'h100_sxm', 'h200_sxm', 'l40s']);
-    expect(doc.systems.find((s) => s.name === 'h100_sxm')?.backends.vllm?.default).toBe('0.12.0');
+    expect(doc.systems.map((s) => s.name)).toEqual(['a100_sxm', 'b200_sxm', 'b300_sxm', 'gb200_sxm', 'gb300', 'h100_sxm', 'h200_sxm', 'l40s']);
+    expect(doc.systems.find((s) => s.name === 'h100_sxm')?.backends.vllm?.default).toBe('0.24.0');
+    expect(doc.systems.find((s) => s.name === 'gb300')?.backends.trtllm?.versions).toContain('1.3.0rc23');
+    // Engine releases only: no Dynamo image tag (0.x TRT-LLM versions) among them.
+    for (const s of doc.systems) expect(s.backends.trtllm?.versions.filter((v) => v.startsWith('0.')) ?? [], s.name).toEqual([]);
   });
 });

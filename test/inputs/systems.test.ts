@@ -1,18 +1,21 @@
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { listSystems, loadSystem, resolveEngine } from '../../src/inputs/systems.js';
+import { listSystems, loadSystem, recordedEngine, resolveEngine } from '../../src/inputs/systems.js';
+import { engineRelease } from '../../src/inputs/dynamo-runtime.js';
+import { compareVersions } from '../../src/util/versions.js';
 import { InputError, UnsupportedError } from '../../src/util/errors.js';
 import { BACKENDS } from '../../src/inputs/types.js';
-import { referencePath } from '../../src/util/paths.js';
+import { dataPath, referencePath } from '../../src/util/paths.js';
+import { REF_FILE_OP } from '../../src/perf/reference.js';
 
 const REF = referencePath('aic-silicon');
 if (!existsSync(REF)) console.log(`note: ${REF} absent; skipping the checks against measured data`);
 
 describe('systems registry', () => {
-  it('ships the six systems, each valid and with a default per backend', () => {
+  it('ships the eight systems, each valid and with a default per backend', () => {
     const names = listSystems().map((s) => s.name);
-    expect(names).toEqual(['a100_sxm', 'b200_sxm', 'gb200_sxm', 'h100_sxm', 'h200_sxm', 'l40s']);
+    expect(names).toEqual(['a100_sxm', 'b200_sxm', 'b300_sxm', 'gb200_sxm', 'gb300', 'h100_sxm', 'h200_sxm', 'l40s']);
     for (const s of listSystems()) {
       for (const b of BACKENDS) {
         const sup = s.backends[b];
@@ -28,6 +31,13 @@ describe('systems registry', () => {
     expect(loadSystem('h100_sxm').gpu.tflops.nvfp4).toBeUndefined();
     expect(loadSystem('b200_sxm').gpu.tflops.nvfp4).toBe(9000);
     expect(loadSystem('gb200_sxm').gpusPerNode).toBe(72);
+    expect(loadSystem('gb300').gpusPerNode).toBe(72);
+    // Blackwell Ultra: more dense FP4 than Blackwell, INT8 tensor throughput mostly gone, 288 GB of HBM3e
+    for (const [ultra, base] of [['b300_sxm', 'b200_sxm'], ['gb300', 'gb200_sxm']] as const) {
+      expect(loadSystem(ultra).gpu.tflops.nvfp4!).toBeGreaterThan(loadSystem(base).gpu.tflops.nvfp4!);
+      expect(loadSystem(ultra).gpu.tflops.int8!).toBeLessThan(loadSystem(base).gpu.tflops.int8! / 10);
+      expect(loadSystem(ultra).gpu.memGiB).toBeGreaterThan(260);
+    }
     expect(loadSystem('l40s').intraNodeLink).toBe('pcie');
     for (const s of listSystems()) {
       // dense fp8 is twice dense bf16 where present
@@ -38,6 +48,8 @@ describe('systems registry', () => {
 
   it('looks names up case-insensitively and by alias', () => {
     expect(loadSystem('GB200').name).toBe('gb200_sxm');
+    expect(loadSystem('gb300_sxm').name).toBe('gb300');
+    expect(loadSystem('B300').name).toBe('b300_sxm');
     expect(loadSystem('H200-SXM').name).toBe('h200_sxm');
     expect(loadSystem(' h100_sxm ').name).toBe('h100_sxm');
   });
@@ -51,7 +63,7 @@ describe('systems registry', () => {
     }
     expect(err).toBeInstanceOf(InputError);
     expect((err as InputError).exitCode).toBe(2);
-    expect((err as Error).message).toMatch(/unknown system "h300"; accepted: a100_sxm, b200_sxm, gb200_sxm, h100_sxm, h200_sxm, l40s/);
+    expect((err as Error).message).toMatch(/unknown system "h300"; accepted: a100_sxm, b200_sxm, b300_sxm, gb200_sxm, gb300, h100_sxm, h200_sxm, l40s/);
   });
 
   it('returns copies, so callers cannot corrupt the registry', () => {
@@ -62,13 +74,18 @@ describe('systems registry', () => {
 
 describe('resolveEngine', () => {
   const h200 = loadSystem('h200_sxm');
-  it('defaults to the Dynamo 0.9 versions', () => {
-    expect(resolveEngine(h200, 'vllm')).toEqual({ backend: 'vllm', version: '0.12.0' });
-    expect(resolveEngine(h200, 'sglang').version).toBe('0.5.6.post2');
-    expect(resolveEngine(h200, 'trtllm').version).toBe('1.2.0rc5');
+  it('defaults to the newest release calibrated on its own GEMM, attention and MoE measurements', () => {
+    for (const sys of listSystems()) {
+      const cal = JSON.parse(readFileSync(dataPath('calibration', `${sys.name}.json`), 'utf8')) as { sources: Record<string, Record<string, unknown>> };
+      for (const b of BACKENDS) {
+        const own = sys.backends[b]!.versions.filter((v) => ['gemm', 'context_attention', 'generation_attention', 'moe'].every((op) => cal.sources[`${b}/${v}`]?.[op]));
+        expect(own.length, `${sys.name} ${b}`).toBeGreaterThan(0);
+        expect(resolveEngine(sys, b).version, `${sys.name} ${b}`).toBe(own.sort(compareVersions).at(-1));
+      }
+    }
+    expect(resolveEngine(h200, 'vllm')).toEqual({ backend: 'vllm', version: '0.24.0' });
+    expect(resolveEngine(loadSystem('gb300'), 'trtllm').version).toBe('1.3.0rc20');
     expect(resolveEngine(loadSystem('a100_sxm'), 'trtllm').version).toBe('1.0.0');
-    expect(resolveEngine(loadSystem('l40s'), 'sglang').version).toBe('0.5.5.post3');
-    expect(resolveEngine(loadSystem('gb200'), 'trtllm').version).toBe('1.2.0rc5');
   });
   it('accepts a listed version, with or without a leading v', () => {
     expect(resolveEngine(h200, 'vllm', '0.19.0').version).toBe('0.19.0');
@@ -77,7 +94,7 @@ describe('resolveEngine', () => {
   it('rejects an unsupported version with exit 4 and the supported list', () => {
     expect(() => resolveEngine(h200, 'vllm', '0.3.0')).toThrow(UnsupportedError);
     expect(() => resolveEngine(h200, 'trtllm', '9.9')).toThrow(
-      'trtllm version "9.9" is not supported on h200_sxm; supported: 0.8.1.post1, 1.0.0rc3, 1.1.0rc2.post2, 1.2.0rc5 (default 1.2.0rc5)',
+      'trtllm version "9.9" is not supported on h200_sxm; supported: 1.0.0rc3, 1.1.0rc2.post2, 1.2.0rc5, 1.2.0rc6.post1, 1.3.0rc20, 1.3.0rc23 (default 1.3.0rc20)',
     );
     try {
       resolveEngine(h200, 'trtllm', '9.9');
@@ -86,70 +103,60 @@ describe('resolveEngine', () => {
     }
     expect.assertions(3);
   });
+  it('lists engine releases only: a Dynamo image tag is refused with the release its image ships', () => {
+    for (const s of listSystems()) for (const b of BACKENDS) for (const v of s.backends[b]!.versions) expect(engineRelease(b, v), `${s.name} ${b} ${v}`).toBe(v);
+    expect(() => resolveEngine(h200, 'trtllm', '0.8.1')).toThrow(/"0.8.1" is a Dynamo runtime image tag, whose image ships trtllm 1.2.0rc6.post1/);
+  });
   it('rejects a backend the system lacks', () => {
     const noSglang = { ...h200, backends: { vllm: h200.backends.vllm } };
     expect(() => resolveEngine(noSglang, 'sglang')).toThrow(/backend "sglang" is not supported on h200_sxm; supported: vllm/);
   });
-  it('lists the versions Dynamo 0.9 users name', () => {
-    const has = (sys: string, b: 'vllm' | 'sglang' | 'trtllm', v: string) => expect(loadSystem(sys).backends[b]!.versions, `${sys} ${b}`).toContain(v);
-    for (const s of ['h100_sxm', 'h200_sxm']) has(s, 'vllm', '0.12.0');
-    for (const s of ['b200_sxm', 'h100_sxm', 'h200_sxm']) has(s, 'sglang', '0.5.6.post2');
-    has('l40s', 'sglang', '0.5.5.post3');
-    for (const s of ['a100_sxm', 'l40s']) has(s, 'trtllm', '1.0.0');
-    for (const s of ['b200_sxm', 'gb200_sxm']) for (const v of ['1.0.0rc6', '1.2.0rc5']) has(s, 'trtllm', v);
-    for (const s of ['h100_sxm', 'h200_sxm']) for (const v of ['1.0.0rc3', '1.2.0rc5']) has(s, 'trtllm', v);
+});
+
+describe('recordedEngine', () => {
+  const b200 = loadSystem('b200_sxm');
+  it('keeps a listed release, maps an image tag to what its image ships, else takes the nearest release or the default', () => {
+    expect(recordedEngine(b200, 'vllm', '0.19.0')).toEqual({ backend: 'vllm', version: '0.19.0', as: 'listed' });
+    expect(recordedEngine(b200, 'trtllm', '0.8.1')).toMatchObject({ version: '1.2.0rc6.post1', as: 'listed' });
+    expect(recordedEngine(b200, 'vllm', '0.20.1')).toMatchObject({ version: '0.19.0', as: 'nearest' }); // newest before it
+    expect(recordedEngine(b200, 'vllm', '0.10.0')).toMatchObject({ version: '0.15.1', as: 'nearest' }); // none before: oldest
+    expect(recordedEngine(b200, 'vllm', '')).toMatchObject({ version: '0.24.0', as: 'default' });
+    expect(recordedEngine(b200, 'sglang', 'nightly-dev')).toMatchObject({ version: '0.5.14', as: 'default' });
   });
 });
 
-/**
- * What the reference data holds that the project does not support yet, each entry naming the issue that
- * removes it ("<system>" for a whole system, "<system> <backend> <version>" for a release). The test prints
- * the list, fails on an entry that is supported after all (so the list only shrinks), and fails on anything
- * unsupported that is not listed.
- */
-const NOT_YET_SUPPORTED: Record<string, string> = Object.fromEntries(
-  [
-    'b300_sxm', 'gb300',
-    ...['b200_sxm', 'gb200_sxm', 'h100_sxm', 'h200_sxm'].flatMap((s) =>
-      ['sglang 0.5.10', 'sglang 0.5.14', 'sglang 0.5.16', 'trtllm 1.3.0rc20', 'trtllm 1.3.0rc23', 'vllm 0.24.0'].map((r) => `${s} ${r}`)),
-    'l40s sglang 0.5.14', 'l40s trtllm 1.3.0rc20', 'l40s trtllm 1.3.0rc23', 'l40s vllm 0.24.0',
-  ].map((k) => [k, 'issue 33 (releases)']),
-);
-
 describe.skipIf(!existsSync(REF))('systems against the measured data', () => {
   const sysName = (dir: string) => (dir === 'gb200' ? 'gb200_sxm' : dir);
-  it('covers every engine version the kernel tables were measured with, but for the listed ones', () => {
+  it('lists every system and engine release the kernel tables were measured with, calibrated on its own rows', () => {
     const kernels = join(REF, 'kernels');
-    const known = new Set(listSystems().map((s) => s.name));
-    const unsupported = new Set<string>();
     for (const sys of readdirSync(kernels)) {
+      const spec = loadSystem(sysName(sys));
+      const cal = JSON.parse(readFileSync(dataPath('calibration', `${spec.name}.json`), 'utf8')) as { sources: Record<string, unknown> };
       for (const op of readdirSync(join(kernels, sys))) {
         for (const backend of readdirSync(join(kernels, sys, op))) {
           if (!(BACKENDS as readonly string[]).includes(backend)) continue; // nccl
           for (const v of readdirSync(join(kernels, sys, op, backend))) {
-            const name = sysName(sys);
-            if (!known.has(name)) unsupported.add(name);
-            else if (!loadSystem(name).backends[backend as 'vllm']?.versions.includes(v)) unsupported.add(`${name} ${backend} ${v}`);
+            expect(spec.backends[backend as 'vllm']!.versions, `${sys} ${backend}`).toContain(v);
+            // Tables the op model is fitted on (the new op families' tables, e.g. DeepSeek-V4's MoE module, are not yet).
+            const fitted = readdirSync(join(kernels, sys, op, backend, v)).filter((f) => REF_FILE_OP[f]);
+            if (fitted.length) expect(cal.sources[`${backend}/${v}`], `${sys} ${op} ${backend} ${v}: ${fitted.join(', ')}`).toBeDefined();
           }
         }
       }
     }
-    const listed = Object.keys(NOT_YET_SUPPORTED);
-    if (listed.length) console.log(`not yet supported (${listed.length}):\n${listed.map((k) => `  ${k}: ${NOT_YET_SUPPORTED[k]}`).join('\n')}`);
-    expect([...unsupported].filter((k) => !(k in NOT_YET_SUPPORTED)), 'unsupported and not listed').toEqual([]);
-    expect(listed.filter((k) => !unsupported.has(k)), 'listed but supported now: remove from the list').toEqual([]);
   });
-  it('covers the released engine versions of the end-to-end measurements on our systems', () => {
+  it('runs every end-to-end measurement on our systems as the engine release it recorded', () => {
     // The file has no quoted fields (checked: every line has the header's column count).
     const [header, ...lines] = readFileSync(join(REF, 'e2e/dev.csv'), 'utf8').trim().split('\n');
     const cols = header!.split(',');
     const rows = lines.map((l) => Object.fromEntries(l.split(',').map((v, i) => [cols[i], v])) as Record<string, string>);
-    const ours = new Set(listSystems().map((s) => s.name));
+    // Image tags of Dynamo releases before 0.6 and a TRT-LLM dev build, whose engine release is not on record.
+    const unknownRelease = new Set(['gb200_sxm trtllm 0.5.1-rc0.pre3', 'gb200_sxm sglang 0.5.1-rc0.pre1', 'gb200_sxm trtllm 1.1.0-dev.2']);
     for (const r of rows) {
-      const sys = sysName(r.system!);
+      const sys = loadSystem(sysName(r.system!));
       const v = r.backend_version!;
-      if (!ours.has(sys) || !/^\d+\.\d+/.test(v)) continue; // B300/GB300, blank, nightly and custom tags
-      expect(loadSystem(sys).backends[r.backend as 'vllm']!.versions, `${sys} ${r.backend}`).toContain(v);
+      if (!/^\d+\.\d+/.test(v) || unknownRelease.has(`${sys.name} ${r.backend} ${v}`)) continue; // blank, nightly and custom tags
+      expect(recordedEngine(sys, r.backend as 'vllm', v).as, `${sys.name} ${r.backend} ${v}`).toBe('listed');
     }
   });
 });

@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { insideDir, k8sName, resultsSlug, safeSegment } from '../../src/output/naming.js';
-import { parseDynamoVersion, runtimeImage } from '../../src/output/images.js';
+import { parseDynamoVersion, releaseProfile, runtimeImage } from '../../src/output/images.js';
+import { DYNAMO_RUNTIME_TABLE, dgdApiVersion, engineShippedBy } from '../../src/inputs/dynamo-runtime.js';
+import { compareVersions } from '../../src/util/versions.js';
+import { InputError } from '../../src/util/errors.js';
 import { benchConcurrencies, shQuote } from '../../src/output/scripts.js';
 import { maxModelLen } from '../../src/output/plan.js';
 import { fixture } from './fixtures.js';
@@ -31,22 +34,70 @@ describe('names', () => {
 });
 
 describe('runtime images', () => {
-  it('picks the image that ships the predicted engine version', () => {
-    expect(runtimeImage('vllm', '0.12.0')).toMatchObject({ image: 'nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.8.1', match: 'exact' });
-    expect(runtimeImage('vllm', '0.14.0')).toMatchObject({ tag: '0.9.1', match: 'same-release' });
-    expect(runtimeImage('vllm', '0.18.0')).toMatchObject({ tag: '1.1.0', match: 'nearest' });
+  it('picks the newest image that ships the predicted engine version, else the closest', () => {
+    expect(runtimeImage('vllm', '0.12.0')).toMatchObject({ image: 'nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.8.1', release: '0.8.1', match: 'exact' });
+    expect(runtimeImage('vllm', '0.14.0')).toMatchObject({ tag: '0.9.1', shipsVersion: '0.14.1', match: 'same-release' });
+    expect(runtimeImage('vllm', '0.16.0')).toMatchObject({ tag: '1.0.2', match: 'exact' });
+    expect(runtimeImage('vllm', '0.18.0')).toMatchObject({ tag: '1.1.1', shipsVersion: '0.19.0', match: 'nearest' });
+    expect(runtimeImage('vllm', '0.23.0')).toMatchObject({ tag: '1.3.1', match: 'exact' });
+    expect(runtimeImage('vllm', '0.26.0')).toMatchObject({ tag: '1.4.0', match: 'exact' });
+    expect(runtimeImage('vllm', '0.24.0')).toMatchObject({ tag: '1.4.0', shipsVersion: '0.26.0', match: 'nearest' });
     expect(runtimeImage('sglang', '0.5.8.post1')).toMatchObject({ image: 'nvcr.io/nvidia/ai-dynamo/sglang-runtime:0.9.1', match: 'same-release' });
-    expect(runtimeImage('sglang', '0.5.9')).toMatchObject({ tag: '1.0.0', match: 'exact' });
+    expect(runtimeImage('sglang', '0.5.9')).toMatchObject({ tag: '1.0.2', match: 'exact' });
+    expect(runtimeImage('sglang', '0.5.16')).toMatchObject({ tag: '1.4.0', match: 'exact' });
+    expect(runtimeImage('sglang', '0.5.14')).toMatchObject({ tag: '1.3.1', match: 'exact' });
     expect(runtimeImage('trtllm', '1.2.0rc5')).toMatchObject({ image: 'nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:0.8.1', match: 'same-release' });
-    expect(runtimeImage('trtllm', '0.8.1.post1')).toMatchObject({ tag: '0.8.1.post1', match: 'exact' });
+    expect(runtimeImage('trtllm', '1.3.0rc19')).toMatchObject({ tag: '1.3.1', match: 'exact' });
+    expect(runtimeImage('trtllm', '1.3.0rc3')).toMatchObject({ tag: '0.9.1', match: 'exact' });
+    expect(runtimeImage('trtllm', '1.3.0rc23')).toMatchObject({ tag: '1.4.0', shipsVersion: '1.3.0rc22', match: 'same-release' });
+    expect(runtimeImage('trtllm', '0.8.1.post1')).toMatchObject({ tag: '0.8.1.post1', release: '0.8.1', match: 'exact' });
   });
 
-  it('maps --dynamo-version to a flag profile', () => {
-    expect(parseDynamoVersion(undefined)).toBe('0.9');
-    expect(parseDynamoVersion('0.9.1')).toBe('0.9');
-    expect(parseDynamoVersion('1.x')).toBe('1.x');
-    expect(parseDynamoVersion('v1.2.0')).toBe('1.x');
-    expect(() => parseDynamoVersion('0.8')).toThrow(/accepted: 0.9/);
+  it('keeps to the releases --dynamo-version names, and says when none of them ships the engine line', () => {
+    const sel = (v: string) => parseDynamoVersion(v);
+    expect(runtimeImage('vllm', '0.16.0', sel('1.x'))).toMatchObject({ tag: '1.0.2', match: 'exact', requested: '1.x' });
+    expect(runtimeImage('vllm', '0.16.0', sel('1.0.0'))).toMatchObject({ tag: '1.0.0', match: 'exact' });
+    expect(runtimeImage('vllm', '0.14.0', sel('0.9.0'))).toMatchObject({ tag: '0.9.0', match: 'same-release' });
+    expect(runtimeImage('vllm', '0.12.0', sel('1.x'))).toMatchObject({ tag: '1.0.2', shipsVersion: '0.16.0', match: 'other-release' });
+    expect(runtimeImage('vllm', '0.12.0', sel('1.4.0'))).toMatchObject({ image: 'nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.4.0', match: 'other-release' });
+    expect(runtimeImage('vllm', '0.16.0', sel('0.9'))).toMatchObject({ tag: '0.9.1', match: 'other-release' });
+    // A TRT-LLM version recorded as an image tag runs the release that image ships.
+    expect(runtimeImage('trtllm', '0.9.0', sel('0.9'))).toMatchObject({ tag: '0.9.0', shipsVersion: '1.3.0rc1', match: 'exact' });
+  });
+
+  it('reads --dynamo-version as a release or a line of releases', () => {
+    expect(parseDynamoVersion(undefined)).toBeUndefined();
+    expect(parseDynamoVersion('')).toBeUndefined();
+    expect(parseDynamoVersion('0.9.1')?.releases).toEqual(['0.9.1']);
+    expect(parseDynamoVersion('v1.2.0')?.releases).toEqual(['1.2.0']);
+    expect(parseDynamoVersion('0.9')?.releases).toEqual(['0.9.1', '0.9.0']);
+    expect(parseDynamoVersion('1.2.x')?.releases).toEqual(['1.2.1', '1.2.0']);
+    expect(parseDynamoVersion('1.x')?.releases).toEqual(['1.4.0', '1.3.1', '1.3.0', '1.2.1', '1.2.0', '1.1.1', '1.1.0', '1.0.2', '1.0.1', '1.0.0']);
+    expect(parseDynamoVersion('1')?.releases).toHaveLength(10);
+    expect(() => parseDynamoVersion('2.5')).toThrow(/accepted: 0.6.1, .*, 1.4.0, or a line/);
+    expect(() => parseDynamoVersion('1.2.3')).toThrow(InputError);
+    expect(() => parseDynamoVersion('latest')).toThrow(InputError);
+  });
+
+  it('maps a release to its flag profile and DGD API version', () => {
+    expect(releaseProfile('0.8.1')).toBe('0.9');
+    expect(releaseProfile('1.0.0')).toBe('1.x');
+    expect(dgdApiVersion('1.1.1')).toBe('nvidia.com/v1alpha1');
+    expect(dgdApiVersion('1.2.0')).toBe('nvidia.com/v1beta1');
+    expect(dgdApiVersion('1.4.0')).toBe('nvidia.com/v1beta1');
+  });
+
+  it('has one row per release, newest first, ending at the newest documented release', () => {
+    const tags = DYNAMO_RUNTIME_TABLE.map((r) => r.tag);
+    expect(tags[0]).toBe('1.4.0');
+    expect(new Set(tags).size).toBe(tags.length);
+    expect([...tags].sort((a, b) => compareVersions(b, a))).toEqual(tags);
+    expect(DYNAMO_RUNTIME_TABLE.find((r) => r.tag === '1.3.0')).toEqual({ tag: '1.3.0', date: '2026-07-20', vllm: '0.23.0', sglang: '0.5.14', trtllm: '1.3.0rc19' });
+    // Dated rows are newest first too, so the engines shipped on a date are those of the newest release before it.
+    const dates = DYNAMO_RUNTIME_TABLE.flatMap((r) => (r.date ? [r.date] : []));
+    expect([...dates].sort().reverse()).toEqual(dates);
+    expect(engineShippedBy('sglang', '2026-03-20')).toBe('0.5.9'); // 1.0.1 (2026-03-16)
+    expect(engineShippedBy('trtllm', '2025-11-02')).toBe('1.2.0rc6.post1'); // before the first dated release: 0.8.0's
   });
 });
 

@@ -98,3 +98,21 @@ describe('configure default usage errors', () => {
     expect(unknown.stderr).toMatch(/unknown option/);
   }, 60_000);
 });
+
+// Blackwell Ultra: each backend once per system, each of the three model kinds (dense, MXFP4 MoE, MLA MoE) in turn.
+const ULTRA = ['b300_sxm', 'gb300'].every((s) => existsSync(dataPath('perf', s)));
+describe.skipIf(!ULTRA)('configure default on Blackwell Ultra', () => {
+  const cases = ['b300_sxm', 'gb300'].flatMap((system, i) =>
+    (['vllm', 'sglang', 'trtllm'] as const).map((backend, j) => {
+      const model = ['Qwen/Qwen3-32B', 'openai/gpt-oss-120b', 'deepseek-ai/DeepSeek-R1'][(i + j) % 3]!;
+      return { system, backend, model, gpus: model.includes('DeepSeek') ? '8' : '4' };
+    }),
+  );
+  it.each(cases)('$model on $system with $backend', async ({ system, backend, model, gpus }) => {
+    const r = await run(['--hf-id', model, '--system', system, '--backend', backend, '--total-gpus', gpus, '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const doc = JSON.parse(r.stdout);
+    expect(doc.inputs).toMatchObject({ system, backend });
+    expect(doc.verdict.text).toMatch(/^(agg|disagg) wins: /);
+  }, 60_000);
+});

@@ -37,7 +37,10 @@ describe('engine versions', () => {
   });
 
   it('read a Dynamo image tag recorded as a TRT-LLM version as the release its image (or its line) ships', () => {
-    expect(trtllmReleaseOf('0.8.1.post2')).toBe('1.2.0rc6.post1');
+    expect(trtllmReleaseOf('0.8.1')).toBe('1.2.0rc6.post1');
+    // TRT-LLM-only re-releases of Dynamo 0.8.1 carried the matching post release of 1.2.0rc6
+    expect(trtllmReleaseOf('0.8.1.post2')).toBe('1.2.0rc6.post2');
+    expect(trtllmReleaseOf('0.8.1.post3')).toBe('1.2.0rc6.post3');
     expect(trtllmReleaseOf('0.9.0')).toBe('1.3.0rc1');
     expect(trtllmReleaseOf('0.5.1-rc0.pre3')).toBe('0.5.1-rc0.pre3');
     expect(engineRelease('vllm', '0.8.1')).toBe('0.8.1');

@@ -64,7 +64,7 @@ export function registerSupport(program: Command): void {
     .command('support')
     .description('whether a model can be planned on a system, per backend and version; with --total-gpus, whether any layout meets the SLA')
     .requiredOption('--hf-id <id>', 'model: bundled id, local directory or config.json, HF cache, or Hub id')
-    .requiredOption('--system <name>', 'GPU system: h100_sxm, h200_sxm, b200_sxm, gb200_sxm, a100_sxm, l40s, or all')
+    .requiredOption('--system <name>', 'GPU system: h100_sxm, h200_sxm, b200_sxm, b300_sxm, gb200_sxm, gb300, a100_sxm, l40s, or all')
     .addOption(new Option('--backend <name>', 'vllm, sglang, trtllm or all (default all)').argParser(backendOrAll))
     .option('--backend-version <v>', 'only this engine version (default every version the system lists)')
     .option('--perf-data <dir>', 'performance tables: a directory in our format or an aiconfigurator systems data directory')
