@@ -1,5 +1,6 @@
 // Shared CLI plumbing: output helpers, error-to-exit-code mapping, option parsers.
 import { InferplanError, InputError, ExitCode } from '../util/errors.js';
+import { escapeControl } from '../util/text.js';
 
 export interface GlobalOptions {
   json?: boolean;
@@ -40,7 +41,8 @@ export async function runAction(opts: GlobalOptions, action: () => Promise<numbe
     const known = err instanceof InferplanError;
     const code = known ? err.exitCode : ExitCode.internal;
     const message = err instanceof Error ? err.message : String(err);
-    const oneLine = message.split('\n')[0];
+    // One line, with control characters a user put in a name or path shown escaped.
+    const oneLine = escapeControl(message.split('\n')[0] ?? '');
     process.stderr.write(`configure: error: ${known ? oneLine : `internal error: ${oneLine}`}\n`);
     if (opts.verbose && err instanceof Error && err.stack) process.stderr.write(err.stack + '\n');
     if (opts.json) printJson({ error: { message: oneLine, exitCode: code, detail: known ? (err.detail ?? null) : null } });

@@ -4,6 +4,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { parse } from 'csv-parse/sync';
+import { z } from 'zod';
 import { InputError } from '../util/errors.js';
 import { isObj, type JsonObject } from '../util/json.js';
 
@@ -48,13 +49,19 @@ function emptyMetrics(): Record<AiperfMetric, Stat> {
   return Object.fromEntries(AIPERF_METRICS.map((m) => [m, { ...NULL_STAT }])) as Record<AiperfMetric, Stat>;
 }
 
+/**
+ * A number from a JSON value or CSV cell; null when absent or blank. A value that is present but not a finite
+ * number ("NaN", "inf", "abc") comes back as NaN, so the run's schema rejects it instead of dropping it.
+ */
 function num(v: unknown): number | null {
-  if (typeof v === 'number' && Number.isFinite(v)) return v;
-  if (typeof v === 'string' && v.trim() !== '') {
+  if (v === null || v === undefined) return null;
+  if (typeof v === 'number') return Number.isFinite(v) ? v : NaN;
+  if (typeof v === 'string') {
+    if (v.trim() === '') return null;
     const n = Number(v);
-    return Number.isFinite(n) ? n : null;
+    return Number.isFinite(n) ? n : NaN;
   }
-  return null;
+  return NaN;
 }
 
 /** Factor to milliseconds for time units; 1 for anything else (tokens, rates). */
@@ -128,6 +135,69 @@ function applyDirectoryConcurrency(run: AiperfRun): void {
   }
 }
 
+// ---------- the run's schema ----------
+
+/** Above these a run is not a measurement of one deployment (a typo, or a unit written as a count). */
+export const AIPERF_LIMITS = { concurrency: 1_000_000, tokens: 10_000_000, ms: 1e9, perS: 1e12 } as const;
+
+const positive = (max: number) => z.number().positive().max(max).nullable();
+const statSchema = (max: number) => z.object({ avg: positive(max), p50: positive(max), p90: positive(max), p99: positive(max) });
+
+/**
+ * What a measured run must satisfy before anything compares or fits it: every number finite, latencies and
+ * throughputs positive, concurrency a positive integer, lengths and counts not negative, all within
+ * AIPERF_LIMITS. Absent values (null) are allowed; a present zero, negative or non-number is not.
+ */
+export const aiperfRunSchema = z.object({
+  concurrency: z.number().int().positive().max(AIPERF_LIMITS.concurrency).nullable(),
+  isl: z.number().min(0).max(AIPERF_LIMITS.tokens).nullable(),
+  osl: z.number().min(0).max(AIPERF_LIMITS.tokens).nullable(),
+  requestCount: z.number().min(0).nullable(),
+  errorCount: z.number().min(0).nullable(),
+  durationS: positive(AIPERF_LIMITS.ms),
+  metrics: z.object({
+    ttftMs: statSchema(AIPERF_LIMITS.ms),
+    tpotMs: statSchema(AIPERF_LIMITS.ms),
+    requestLatencyMs: statSchema(AIPERF_LIMITS.ms),
+    outputTokPerS: statSchema(AIPERF_LIMITS.perS),
+    requestsPerS: statSchema(AIPERF_LIMITS.perS),
+    tokPerSPerUser: statSchema(AIPERF_LIMITS.perS),
+  }),
+});
+
+/** How a field is named in the file it came from (AIPerf's metric tag or CSV header), for error messages. */
+function fieldName(run: AiperfRun, path: PropertyKey[]): string {
+  const [head, metric, stat] = path.map(String);
+  if (head === 'metrics' && metric in CSV_HEADERS) {
+    const name = run.format === 'csv' ? `"${CSV_HEADERS[metric as AiperfMetric]}"` : JSON_TAGS[metric as AiperfMetric][0];
+    return stat ? `${name} ${stat}` : name;
+  }
+  const names: Record<string, string> = {
+    concurrency: run.concurrencySource === 'directory' ? 'concurrency (from the directory name)' : 'concurrency',
+    isl: 'input_sequence_length',
+    osl: 'output_sequence_length',
+    requestCount: 'request_count',
+    errorCount: 'error_request_count',
+    durationS: 'benchmark_duration',
+  };
+  return names[head] ?? path.join('.');
+}
+
+function describeValue(v: unknown): string {
+  return typeof v === 'number' && Number.isNaN(v) ? 'not a number' : String(v);
+}
+
+/** The run, or an InputError naming the file and the first field out of range. */
+export function checkRun(run: AiperfRun): AiperfRun {
+  const parsed = aiperfRunSchema.safeParse(run);
+  if (parsed.success) return run;
+  const issue = parsed.error.issues[0];
+  let value: unknown = run;
+  for (const k of issue.path) value = (value as Record<PropertyKey, unknown>)[k];
+  const want = issue.path[0] === 'concurrency' ? `a positive integer up to ${AIPERF_LIMITS.concurrency}` : issue.path[0] === 'metrics' || issue.path[0] === 'durationS' ? 'a positive finite number' : 'a finite number, not negative';
+  throw new InputError(`${run.source}: ${fieldName(run, issue.path)} is ${describeValue(value)}; expected ${want} (${issue.message})`);
+}
+
 // ---------- JSON (aggregate) ----------
 
 function dig(o: unknown, keys: string[]): unknown {
@@ -186,7 +256,8 @@ export function parseAiperfJson(text: string, source: string): AiperfRun {
   const models = dig(cfg, ['endpoint', 'model_names']);
   run.model = Array.isArray(models) && typeof models[0] === 'string' ? models[0] : null;
   const conc = num(dig(cfg, ['loadgen', 'concurrency']));
-  if (conc !== null && conc > 0) {
+  // Any recorded value is kept: a zero, negative or absurd concurrency is rejected by the run's schema.
+  if (conc !== null) {
     run.concurrency = conc;
     run.concurrencySource = 'config';
   }
@@ -194,7 +265,7 @@ export function parseAiperfJson(text: string, source: string): AiperfRun {
   run.isl ??= num(dig(cfg, ['input', 'prompt', 'input_tokens', 'mean']));
   run.osl ??= num(dig(cfg, ['input', 'prompt', 'output_tokens', 'mean']));
   applyDirectoryConcurrency(run);
-  return run;
+  return checkRun(run);
 }
 
 // ---------- CSV (sectioned) ----------
@@ -284,7 +355,7 @@ export function parseAiperfCsv(text: string, source: string): AiperfRun {
   const dur = single.get('Benchmark Duration');
   run.durationS = dur?.value != null ? (dur.value * toMs(dur.unit ?? 'sec')) / 1000 : null;
   applyDirectoryConcurrency(run);
-  return run;
+  return checkRun(run);
 }
 
 // ---------- JSONL (per request) ----------
@@ -354,7 +425,11 @@ export function parseAiperfJsonl(text: string, source: string): AiperfRun {
     };
     const push = (key: string, tags: string[], time: boolean) => {
       const x = value(tags);
-      if (x) acc[key].push(time ? x.v * toMs(x.unit ?? 'ms') : x.v);
+      if (!x) return;
+      // Latencies and rates must be positive, lengths not negative; one bad record would skew the run's mean.
+      const ok = Number.isFinite(x.v) && (key === 'isl' || key === 'osl' ? x.v >= 0 : x.v > 0);
+      if (!ok) throw new InputError(`${source}:${lineNo}: ${tags[0]} is ${describeValue(x.v)}; expected a ${key === 'isl' || key === 'osl' ? 'finite number, not negative' : 'positive finite number'}`);
+      acc[key].push(time ? x.v * toMs(x.unit ?? 'ms') : x.v);
     };
     push('ttft', JSON_TAGS.ttftMs, true);
     push('itl', JSON_TAGS.tpotMs, true);
@@ -398,7 +473,7 @@ export function parseAiperfJsonl(text: string, source: string): AiperfRun {
     run.concurrency = maxOverlap(spans);
     run.concurrencySource = 'inferred';
   }
-  return run;
+  return checkRun(run);
 }
 
 // ---------- files and directories ----------

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import type { SearchResult, RankedCandidate, Mode } from '../search/types.js';
 import { projectRoot } from '../util/paths.js';
 import { round } from '../util/format.js';
+import { escapeControl, stripNonXml } from '../util/text.js';
 
 export const CHART_FONT_FAMILY = 'DejaVu Sans';
 
@@ -30,7 +31,7 @@ function point(mode: Mode, c: RankedCandidate): Point {
     mode,
     tokens_per_s_per_user: round(c.estimate.metrics.tokPerSPerUser, 2),
     tokens_per_s_per_gpu: round(c.clusterTokPerSPerGpu, 2),
-    parallel: c.parallel,
+    parallel: escapeControl(c.parallel),
     meets_sla: c.meetsSla === false ? 'no' : 'yes',
   };
 }
@@ -38,6 +39,8 @@ function point(mode: Mode, c: RankedCandidate): Point {
 /** The vega-lite spec: one frontier line per mode, each mode's best marked, the chosen point starred, the TPOT target as a rule. */
 export function buildParetoSpec(result: SearchResult): Record<string, unknown> {
   const { inputs } = result;
+  // User-supplied names are drawn as text: control characters shown escaped (vega escapes & < > itself).
+  const model = escapeControl(inputs.model);
   const modes = (['agg', 'disagg'] as const).filter((m) => result[m] !== undefined);
   const frontier: Point[] = [];
   const best: Array<Point & { label: string }> = [];
@@ -134,11 +137,11 @@ export function buildParetoSpec(result: SearchResult): Record<string, unknown> {
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
     title: {
-      text: `${inputs.model}: Pareto frontier`,
+      text: `${model}: Pareto frontier`,
       // Short lines: without a canvas vega over-estimates text width and would widen the picture.
       subtitle: [
         `${inputs.totalGpus}x ${inputs.system}, ${inputs.backend} ${inputs.version}, isl ${inputs.workload.isl}, osl ${inputs.workload.osl}`,
-        `SLA ${sla}; ${result.verdict.text}`,
+        `SLA ${sla}; ${escapeControl(result.verdict.text)}`,
         'diamond: best of each mode; ring: selected; hollow point: breaks an SLA target',
       ],
       anchor: 'start',
@@ -157,7 +160,8 @@ export async function renderParetoChart(result: SearchResult): Promise<{ spec: o
   const [vega, vl, resvg] = await Promise.all([import('vega'), import('vega-lite'), import('@resvg/resvg-js')]);
   const compiled = vl.compile(spec as never).spec;
   const view = new vega.View(vega.parse(compiled), { renderer: 'none' });
-  const svg = await view.toSVG();
+  // Last line of defence: nothing XML forbids reaches the SVG (resvg and browsers reject the whole file).
+  const svg = stripNonXml(await view.toSVG());
   view.finalize();
   const png = new resvg.Resvg(svg, {
     background: 'white',

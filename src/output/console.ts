@@ -11,6 +11,7 @@ import { bestOf, budgetScale, disaggParallelNames, replicasOf } from '../search/
 import { gpusOf } from '../search/port.js';
 import { asciiPareto } from './ascii-pareto.js';
 import { num } from '../util/format.js';
+import { escapeControl } from '../util/text.js';
 
 export interface RenderOptions {
   color: boolean;
@@ -45,7 +46,7 @@ export function renderParameters(result: SearchResult): string {
     (i.sla.requestLatencyMs !== undefined ? `, request latency <= ${i.sla.requestLatencyMs} ms` : '');
   const system = i.decodeSystem ? `${i.system} (decode on ${i.decodeSystem})` : i.system;
   return [
-    `model ${i.model} | system ${system} | backend ${i.backend} ${i.version} | total GPUs ${i.totalGpus}`,
+    `model ${escapeControl(i.model)} | system ${system} | backend ${i.backend} ${i.version} | total GPUs ${i.totalGpus}`,
     `isl ${w.isl} | osl ${w.osl} | prefix ${w.prefix} | ${sla} | top-n ${i.topN}`,
   ].join('\n');
 }
@@ -74,7 +75,7 @@ export function renderResultsBox(result: SearchResult, p: Palette): string {
   const best = bestOf(result);
   const t = new Table({ ...PLAIN_STYLE, colWidths: [20, 74], wordWrap: true });
   const i = result.inputs;
-  t.push([p.bold('model'), i.model]);
+  t.push([p.bold('model'), escapeControl(i.model)]);
   t.push([p.bold('GPUs'), `${i.totalGpus} x ${i.system}`]);
   t.push([p.bold('verdict'), best ? p.good(result.verdict.text) : p.bad(result.verdict.text)]);
   if (best) {
@@ -244,7 +245,7 @@ export function renderRecommend(result: RecommendResult, opts: RenderOptions): s
   const out: string[] = [];
   out.push(p.bold('Parameters'));
   const sla = `ttft <= ${i.sla.ttftMs} ms, tpot <= ${i.sla.tpotMs} ms` + (i.sla.requestLatencyMs !== undefined ? `, request latency <= ${i.sla.requestLatencyMs} ms` : '');
-  out.push(`model ${i.model} | system ${i.system} | backend ${i.backend} ${i.version} | target ${targetText(result.target)}${result.maxGpus ? ` | max GPUs ${result.maxGpus}` : ''}`);
+  out.push(`model ${escapeControl(i.model)} | system ${i.system} | backend ${i.backend} ${i.version} | target ${targetText(result.target)}${result.maxGpus ? ` | max GPUs ${result.maxGpus}` : ''}`);
   out.push(`isl ${i.workload.isl} | osl ${i.workload.osl} | prefix ${i.workload.prefix} | ${sla}`);
   const evaluated = (s.agg?.evaluated ?? 0) + (s.disagg?.evaluated ?? 0);
   out.push(p.dim(`evaluated ${evaluated} candidate replica units of up to ${result.unitBudget} GPUs; search took ${result.elapsedMs.toFixed(0)} ms`));

@@ -4,6 +4,7 @@ import { stringify } from 'csv-stringify/sync';
 import type { AggEstimate, DisaggEstimate, EngineContext, MemoryPicture } from '../engine/types.js';
 import type { Mode, RankedCandidate, SearchInputs } from '../search/types.js';
 import { round } from '../util/format.js';
+import { csvSafeRecord } from '../util/text.js';
 import { derivePlan } from './plan.js';
 import { layoutName } from '../search/candidates.js';
 
@@ -122,9 +123,9 @@ function disaggRow(c: RankedCandidate, inputs: SearchInputs, ctx: EngineContext)
   };
 }
 
-/** CSV text of candidates of one mode, header always present. */
+/** CSV text of candidates of one mode, header always present; text cells neutralised against formula injection. */
 export function buildCandidatesCsv(mode: Mode, rows: RankedCandidate[], inputs: SearchInputs, ctx: EngineContext): string {
   const columns = mode === 'agg' ? [...AGG_COLUMNS] : [...DISAGG_COLUMNS];
-  const records = rows.map((c) => (mode === 'agg' ? aggRow(c, inputs, ctx) : disaggRow(c, inputs, ctx)));
+  const records = rows.map((c) => csvSafeRecord(mode === 'agg' ? aggRow(c, inputs, ctx) : disaggRow(c, inputs, ctx)));
   return stringify(records, { header: true, columns, record_delimiter: 'unix' });
 }

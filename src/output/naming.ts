@@ -2,10 +2,14 @@
 import { resolve, sep } from 'node:path';
 import type { SearchInputs } from '../search/types.js';
 import { InputError } from '../util/errors.js';
+import { stripControl } from '../util/text.js';
 
-/** A path segment that can never climb out of its parent: '/' becomes '--', anything unusual is dropped. */
+/**
+ * A path segment that can never climb out of its parent: control characters removed, '/' becomes '--',
+ * anything else unusual is dropped.
+ */
 export function safeSegment(text: string): string {
-  const s = text
+  const s = stripControl(text)
     .replace(/[\\/]+/g, '--')
     .replace(/[^A-Za-z0-9._-]+/g, '')
     .replace(/^[.-]+/, '')

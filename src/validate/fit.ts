@@ -6,6 +6,7 @@ import { InputError } from '../util/errors.js';
 import type { CorrectionProfile } from '../engine/types.js';
 import { pickStat, runPoint, type MeasuredStat, type PointDefaults } from './compare.js';
 import type { OperatingPoint, PredictionOrRefusal, Predictor } from './predict.js';
+import { PROFILE_LIMITS } from './profile.js';
 
 export type FitParam = 'prefill' | 'decode' | 'overhead';
 export const FIT_PARAMS: readonly FitParam[] = ['prefill', 'decode', 'overhead'];
@@ -37,9 +38,14 @@ export interface FitResult {
   used: Array<{ label: string; point: OperatingPoint }>;
   skipped: Array<{ label: string; reason: string }>;
   notes: string[];
+  /** Fitted parameters that ended at a bound of the search (factor 1/20 or 20, overhead at its cap). */
+  atBounds: FitParam[];
+  /** The runs the fit used (for cross-validation). */
+  usedRuns: AiperfRun[];
 }
 
 interface Sample {
+  run: AiperfRun;
   label: string;
   point: OperatingPoint;
   ttft: number;
@@ -49,7 +55,10 @@ interface Sample {
 }
 
 const IDENTITY = { prefillFactor: 1, decodeFactor: 1, stepOverheadMs: 0 };
-const LOG_BOUND = Math.log(20); // factors stay within 1/20 .. 20
+const LOG_BOUND = Math.log(PROFILE_LIMITS.maxFactor); // factors stay within 1/20 .. 20 (what a profile may hold)
+const OVERHEAD_BOUND = 10; // times the median measured TPOT
+/** How close to a bound a parameter may end before the fit counts as pinned there. */
+const BOUND_SLACK = 1e-3;
 const REFUSED_RESIDUAL = 5; // a candidate that makes the engine refuse is far off
 
 function toProfile(params: FitParam[], x: number[], overheadScale: number, source: string): CorrectionProfile {
@@ -63,8 +72,15 @@ function toProfile(params: FitParam[], x: number[], overheadScale: number, sourc
 }
 
 function clampParam(name: FitParam, v: number): number {
-  if (name === 'overhead') return Math.min(Math.max(v, 0), 10);
+  if (name === 'overhead') return Math.min(Math.max(v, 0), OVERHEAD_BOUND);
   return Math.min(Math.max(v, -LOG_BOUND), LOG_BOUND);
+}
+
+/** Parameters whose fitted value sits at the edge of what the fit could choose (a zero overhead is not). */
+function pinned(names: FitParam[], x: number[]): FitParam[] {
+  return names.filter((name, i) =>
+    name === 'overhead' ? x[i] >= OVERHEAD_BOUND - BOUND_SLACK : Math.abs(x[i]) >= LOG_BOUND - BOUND_SLACK,
+  );
 }
 
 /** Solve A x = b for a small dense system (Gaussian elimination with partial pivoting); null if singular. */
@@ -193,7 +209,7 @@ export function fitCorrection(runs: AiperfRun[], predictor: Predictor, defaults:
     else {
       const base = predictor(located.point, undefined);
       if ('refused' in base) skipped.push({ label: run.label, reason: `the engine refuses this point: ${base.reason}` });
-      else samples.push({ label: run.label, point: located.point, ttft, tpot, base });
+      else samples.push({ run, label: run.label, point: located.point, ttft, tpot, base });
     }
   }
   if (samples.length === 0) {
@@ -254,5 +270,89 @@ export function fitCorrection(runs: AiperfRun[], predictor: Predictor, defaults:
     used: samples.map((s) => ({ label: s.label, point: s.point })),
     skipped,
     notes,
+    atBounds: pinned(best.names, best.fit.x),
+    usedRuns: samples.map((s) => s.run),
   };
+}
+
+// ---------- is the fit worth writing? ----------
+
+export interface HeldOutCheck {
+  /** How the runs were split: each concurrency left out in turn, the profile fitted on the others. */
+  method: 'leave-one-concurrency-out';
+  folds: number;
+  /** RMS of ln(predicted / measured) of TTFT and TPOT over the held-out runs, without and with the fold's profile. */
+  before: number;
+  after: number;
+}
+
+export interface FitAssessment {
+  /** Why the profile must not be written; empty when it may. */
+  refusals: string[];
+  heldOut: HeldOutCheck | null;
+}
+
+function rmsLog(samples: Array<{ run: AiperfRun; point: OperatingPoint }>, predictor: Predictor, profile: CorrectionProfile | undefined, stat: MeasuredStat): { sq: number; n: number } {
+  let sq = 0;
+  let n = 0;
+  for (const s of samples) {
+    const p = predictor(s.point, profile);
+    const ttft = pickStat(s.run.metrics.ttftMs, stat) as number;
+    const tpot = pickStat(s.run.metrics.tpotMs, stat) as number;
+    const lt = 'refused' in p ? REFUSED_RESIDUAL : Math.log(p.values.ttftMs / ttft);
+    const ld = 'refused' in p ? REFUSED_RESIDUAL : Math.log(p.values.tpotMs / tpot);
+    sq += lt * lt + ld * ld;
+    n += 2;
+  }
+  return { sq, n };
+}
+
+/**
+ * Whether a fit may be written as a profile. Refused when the runs cover fewer than two concurrencies (one
+ * load cannot tell prefill from decode cost, and nothing is left to test on), when a fitted parameter sits at
+ * its bound (the model cannot explain the runs; the factor is an artefact), or when the profile does not
+ * lower the error on runs it was not fitted to: each concurrency is left out in turn, a profile is fitted to
+ * the other runs with the same parameters, and the held-out runs' RMS log error with the fold's profile must
+ * be lower than without any.
+ */
+export function assessFit(fit: FitResult, predictor: Predictor, defaults: PointDefaults, opts: FitOptions = {}): FitAssessment {
+  const stat = opts.stat ?? 'avg';
+  const refusals: string[] = [];
+  const loads = [...new Set(fit.used.map((u) => u.point.concurrency))].sort((a, b) => a - b);
+  if (loads.length < 2) {
+    refusals.push(
+      `the ${fit.used.length} usable run${fit.used.length === 1 ? '' : 's'} cover${fit.used.length === 1 ? 's' : ''} one load (concurrency ${loads.join(', ')}); a fit needs runs at two or more concurrencies`,
+    );
+  }
+  if (fit.atBounds.length > 0) {
+    const value = (p: FitParam) =>
+      p === 'prefill' ? `prefill_factor ${fit.profile.prefillFactor.toFixed(4)}` : p === 'decode' ? `decode_factor ${fit.profile.decodeFactor.toFixed(4)}` : `step_overhead_ms ${fit.profile.stepOverheadMs.toFixed(3)}`;
+    refusals.push(`${fit.atBounds.map(value).join(', ')} at the bound of the fit (factors 1/20 .. 20): the model cannot explain these runs`);
+  }
+  if (loads.length < 2) return { refusals, heldOut: null };
+
+  const points = fit.usedRuns.map((run, i) => ({ run, point: fit.used[i].point }));
+  let before = { sq: 0, n: 0 };
+  let after = { sq: 0, n: 0 };
+  for (const load of loads) {
+    const test = points.filter((p) => p.point.concurrency === load);
+    const train = points.filter((p) => p.point.concurrency !== load).map((p) => p.run);
+    const foldFit = fitCorrection(train, predictor, defaults, { ...opts, params: fit.fitted.length ? fit.fitted : opts.params });
+    const b = rmsLog(test, predictor, undefined, stat);
+    const a = rmsLog(test, predictor, foldFit.profile, stat);
+    before = { sq: before.sq + b.sq, n: before.n + b.n };
+    after = { sq: after.sq + a.sq, n: after.n + a.n };
+  }
+  const heldOut: HeldOutCheck = {
+    method: 'leave-one-concurrency-out',
+    folds: loads.length,
+    before: Math.sqrt(before.sq / Math.max(before.n, 1)),
+    after: Math.sqrt(after.sq / Math.max(after.n, 1)),
+  };
+  if (!(heldOut.after < heldOut.before)) {
+    refusals.push(
+      `the profile does not improve runs it was not fitted to (leave-one-concurrency-out over ${loads.length} loads: rms log error ${heldOut.before.toFixed(4)} uncorrected, ${heldOut.after.toFixed(4)} corrected)`,
+    );
+  }
+  return { refusals, heldOut };
 }

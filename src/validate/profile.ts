@@ -5,12 +5,21 @@ import { z } from 'zod';
 import { InputError } from '../util/errors.js';
 import type { CorrectionProfile } from '../engine/types.js';
 
+/**
+ * The range a fitted profile may take: factors within 1/20 .. 20 of the model (the bounds `calibrate` fits
+ * within; a profile beyond them says the model or the runs are wrong, not that the engine is 50x faster), and
+ * at most a second of overhead per engine step.
+ */
+export const PROFILE_LIMITS = { minFactor: 1 / 20, maxFactor: 20, maxStepOverheadMs: 1000 } as const;
+
+const factor = z.number().min(PROFILE_LIMITS.minFactor).max(PROFILE_LIMITS.maxFactor);
+
 export const correctionProfileSchema = z
   .object({
     kind: z.literal('inferplan-correction-profile'),
-    prefill_factor: z.number().positive(),
-    decode_factor: z.number().positive(),
-    step_overhead_ms: z.number().min(0),
+    prefill_factor: factor,
+    decode_factor: factor,
+    step_overhead_ms: z.number().min(0).max(PROFILE_LIMITS.maxStepOverheadMs),
     model: z.string().optional(),
     system: z.string().optional(),
     backend: z.string().optional(),
@@ -27,9 +36,15 @@ export function loadCorrectionProfile(path: string): CorrectionProfile {
   const parsed = correctionProfileSchema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new InputError(
-      `--calibration ${path}: ${issue.path.join('.') || 'document'}: ${issue.message}; expected keys kind: inferplan-correction-profile, prefill_factor, decode_factor, step_overhead_ms`,
-    );
+    const key = String(issue.path[0] ?? '');
+    const got = raw !== null && typeof raw === 'object' && key in raw ? ` (got ${String((raw as Record<string, unknown>)[key])})` : '';
+    const range =
+      key === 'prefill_factor' || key === 'decode_factor'
+        ? `; factors must lie within ${PROFILE_LIMITS.minFactor} .. ${PROFILE_LIMITS.maxFactor}`
+        : key === 'step_overhead_ms'
+          ? `; step_overhead_ms must lie within 0 .. ${PROFILE_LIMITS.maxStepOverheadMs}`
+          : '; expected keys kind: inferplan-correction-profile, prefill_factor, decode_factor, step_overhead_ms';
+    throw new InputError(`--calibration ${path}: ${issue.path.join('.') || 'document'}: ${issue.message}${got}${range}`);
   }
   const p = parsed.data;
   const profile: CorrectionProfile = { prefillFactor: p.prefill_factor, decodeFactor: p.decode_factor, stepOverheadMs: p.step_overhead_ms, source: path };
@@ -83,13 +98,20 @@ export function correctionProfileYaml(p: Omit<CorrectionProfile, 'source'>, prov
   return '# Correction profile fitted by `configure calibrate`; apply with --calibration FILE.\n' + YAML.stringify(doc);
 }
 
-/** Where a profile's provenance names another model, system or backend than the one it is applied to. */
-export function profileMismatches(profile: CorrectionProfile, target: { model: string; system: string; backend: string }): string[] {
+/**
+ * Where a profile's provenance names another model, system or backend than the one it is applied to. `model`
+ * and `system` may list several names of the same thing (the name given and the resolved one); any matches.
+ */
+export function profileMismatches(
+  profile: CorrectionProfile,
+  target: { model: string | string[]; system: string | string[]; backend: string | string[] },
+): string[] {
   const out: string[] = [];
   for (const key of ['model', 'system', 'backend'] as const) {
     const v = profile.fittedFor?.[key];
-    if (v !== undefined && v.toLowerCase() !== target[key].toLowerCase()) {
-      out.push(`calibration ${profile.source} was fitted for ${key} ${v}, applied to ${target[key]}`);
+    const names = ([] as string[]).concat(target[key]);
+    if (v !== undefined && !names.some((n) => n.toLowerCase() === v.toLowerCase())) {
+      out.push(`calibration ${profile.source} was fitted for ${key} ${v}, applied to ${names[0]}`);
     }
   }
   return out;

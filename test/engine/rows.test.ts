@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { parseCsv, releaseOfBuild, rowAggConfig, rowConcurrency, rowDisaggConfig, rowDtypes } from '../../src/engine/rows.js';
+import { checkRowNumbers, parseCsv, releaseOfBuild, rowAggConfig, rowConcurrency, rowDisaggConfig, rowDtypes } from '../../src/engine/rows.js';
+import { InputError } from '../../src/util/errors.js';
 import { findBundled } from '../../src/inputs/registry.js';
 import { loadSystem } from '../../src/inputs/systems.js';
 
@@ -8,6 +9,22 @@ describe('e2e rows', () => {
     const { header, rows } = parseCsv('a,b,c\r\n1,"x, ""y""",3\r\n4,,6\n');
     expect(header).toEqual(['a', 'b', 'c']);
     expect(rows).toEqual([{ a: '1', b: 'x, "y"', c: '3' }, { a: '4', b: '', c: '6' }]);
+  });
+  it('gives the file line of each row', () => {
+    expect(parseCsv('a,b\n1,2\n\n3,4\n').lines).toEqual([2, 4]);
+  });
+  it('a malformed number is an input error naming the column; blank and 0 counts keep their defaults', () => {
+    const ok = { isl: '4000', osl: '500', batch_size: '', tp_size: '2', attention_dp_size: '0', moe_ep_size: '8.0' };
+    expect(() => checkRowNumbers(ok, 'f.csv line 2')).not.toThrow();
+    for (const [col, v] of [['isl', 'abc'], ['isl', ''], ['osl', '0'], ['batch_size', '-8'], ['tp_size', 'NaN'], ['tp_size', '1e999'], ['moe_ep_size', '8 GPUs']]) {
+      const f = () => checkRowNumbers({ ...ok, [col]: v }, 'f.csv line 7');
+      expect(f).toThrow(InputError);
+      expect(f).toThrow(`f.csv line 7, column "${col}": ${JSON.stringify(v)} is not`);
+    }
+    // The layout readers refuse what the check refuses, rather than reading it as 1.
+    const h100 = loadSystem('h100_sxm').gpu;
+    expect(() => rowAggConfig({ mode: 'agg', tp_size: 'two', batch_size: '8', silicon_data_source: '' }, 'vllm', '0.12.0', h100)).toThrow(/column "tp_size": "two" is not a number/);
+    expect(rowAggConfig({ mode: 'agg', tp_size: '2', attention_dp_size: '0', batch_size: '', silicon_data_source: '' }, 'vllm', '0.12.0', h100)).toMatchObject({ tp: 2, dp: 1, batchSize: 1 });
   });
   it('concurrency: silicon_concurrency when given, else batch_size per attention-dp rank x dp', () => {
     expect(rowConcurrency({ mode: 'disagg', silicon_data_source: 'db; silicon_concurrency=96; x' })).toBe(96);

@@ -6,8 +6,9 @@ import { dirname, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { log, printJson, runAction } from '../common.js';
 import { addGlobalOptions } from '../options.js';
-import { InputError } from '../../util/errors.js';
-import { fitCorrection, FIT_PARAMS, type FitParam, type FitResult } from '../../validate/fit.js';
+import { InputError, NoFeasibleError } from '../../util/errors.js';
+import { escapeControl } from '../../util/text.js';
+import { assessFit, fitCorrection, FIT_PARAMS, type FitAssessment, type FitParam, type FitResult } from '../../validate/fit.js';
 import { validateRuns, type MeasuredStat, type ValidationReport } from '../../validate/compare.js';
 import { correctionProfileYaml } from '../../validate/profile.js';
 import { addTargetOptions, fmtPct, loadRuns, shortPath, reportJson, resolveTarget, runWarnings, targetTitle, summaryLine, table, targetContext, targetPredictor } from './validate.js';
@@ -30,13 +31,15 @@ function writeAtomic(path: string, text: string): void {
   renameSync(tmp, path);
 }
 
-export function fitLines(fit: FitResult): string[] {
+export function fitLines(fit: FitResult, check?: FitAssessment): string[] {
   const p = fit.profile;
   const q = (x: FitResult['before']) => `TTFT ${x.ttftMape.toFixed(1)}%, TPOT ${x.tpotMape.toFixed(1)}% (rms log error ${x.rmsLogError.toFixed(4)})`;
+  const h = check?.heldOut;
   return [
     `Fitted (${fit.fitted.join(', ')}) on ${fit.used.length} runs: prefill_factor ${p.prefillFactor.toFixed(4)}, decode_factor ${p.decodeFactor.toFixed(4)}, step_overhead_ms ${p.stepOverheadMs.toFixed(3)}`,
     `Mean abs error before: ${q(fit.before)}`,
     `Mean abs error after:  ${q(fit.after)}`,
+    ...(h ? [`Held out (${h.method}, ${h.folds} folds): rms log error ${h.before.toFixed(4)} uncorrected, ${h.after.toFixed(4)} corrected`] : []),
     ...fit.skipped.map((s) => `skipped ${s.label}: ${s.reason}`),
     ...fit.notes.map((n) => `note: ${n}`),
   ];
@@ -70,6 +73,12 @@ export function registerCalibrate(program: Command): void {
 The fit minimises the squared log errors of mean TTFT and TPOT over the runs, re-running the inference model
 for each candidate profile. Apply the result with --calibration FILE on any planning command.
 
+The fit is refused (exit 3, nothing written) when the usable runs cover fewer than two concurrencies, when a
+fitted factor ends at a bound of the fit (1/20 or 20; the overhead at 10x the median TPOT), or when it does
+not improve runs it was not fitted to: each concurrency is left out in turn, a profile is fitted to the
+other runs, and the held-out runs' error must be lower with it than without (leave-one-concurrency-out).
+Runs with a missing, zero, negative or non-finite latency or concurrency are bad input (exit 2).
+
 Example:
   configure calibrate --plan results/qwen3-32b_h200/generator_config.yaml --out calibration.yaml`,
   );
@@ -84,6 +93,19 @@ Example:
       const out = resolve(o.out as string);
       const stat = o.stat as MeasuredStat;
       const fit = fitCorrection(runs, predictor, target.defaults, { params, stat, source: out });
+      const check = assessFit(fit, predictor, target.defaults, { params, stat, source: out });
+      if (check.refusals.length > 0) {
+        const p = fit.profile;
+        throw new NoFeasibleError(`calibrate: fit refused, no profile written: ${check.refusals.join('; ')}`, {
+          refusals: check.refusals,
+          heldOut: check.heldOut,
+          profile: { prefillFactor: p.prefillFactor, decodeFactor: p.decodeFactor, stepOverheadMs: p.stepOverheadMs },
+          fitted: fit.fitted,
+          atBounds: fit.atBounds,
+          used: fit.used,
+          skipped: fit.skipped,
+        });
+      }
       const before = validateRuns(runs, predictor, target.defaults, { stat });
       const after = validateRuns(runs, predictor, target.defaults, { stat, correction: fit.profile });
       const l = target.layout;
@@ -91,8 +113,9 @@ Example:
         inferplanVersion: pkg.version,
         created: new Date().toISOString().slice(0, 10),
         model: target.inputs.hfId,
-        system: target.inputs.system,
-        backend: target.inputs.backend,
+        // The resolved names (an alias such as gb200 is recorded as gb200_sxm), as profiles are checked against them.
+        system: ctx.system.name,
+        backend: ctx.backend,
         backendVersion: target.inputs.backendVersion ?? ctx.version,
         mode: l.mode,
         plan: target.plan?.path,
@@ -118,12 +141,15 @@ Example:
             decodeFactor: fit.profile.decodeFactor,
             stepOverheadMs: fit.profile.stepOverheadMs,
           },
-          fit: { fitted: fit.fitted, before: fit.before, after: fit.after, iterations: fit.iterations, evaluations: fit.evaluations, used: fit.used, skipped: fit.skipped, notes: fit.notes },
+          fit: {
+            fitted: fit.fitted, before: fit.before, after: fit.after, heldOut: check.heldOut, iterations: fit.iterations,
+            evaluations: fit.evaluations, used: fit.used, skipped: fit.skipped, notes: fit.notes,
+          },
           before: reportJson(before),
           after: reportJson(after),
         });
       } else {
-        const lines = [`Calibration: ${targetTitle(target, ctx)}`, ...warnings.map((w) => `warning: ${w}`), ...fitLines(fit), ''];
+        const lines = [`Calibration: ${targetTitle(target, ctx)}`, ...warnings.map((w) => `warning: ${escapeControl(w)}`), ...fitLines(fit, check), ''];
         lines.push(...beforeAfterTable(before, after), '');
         lines.push(summaryLine(before, 'Before'), summaryLine(after, 'After '), '', `Wrote ${shortPath(out)}; apply it with --calibration ${o.out as string}`);
         process.stdout.write(lines.join('\n') + '\n');

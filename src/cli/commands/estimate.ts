@@ -7,9 +7,10 @@ import { addGlobalOptions, addModelSystemOptions, addWorkloadOptions, readCommon
 import { loadEngineContext, resolveRowInputs } from '../context.js';
 import { calibrationText } from '../../search/search.js';
 import { bandBasisFor, basisLines, estimateAgg, estimateDisagg, isRefusal, profileOf, trtllmGenMoe } from '../../engine/index.js';
-import { estimateRow, parseCsv, PREDICTED_COLUMNS, predictedCells } from '../../engine/rows.js';
+import { checkRowNumbers, estimateRow, parseCsv, PREDICTED_COLUMNS, predictedCells } from '../../engine/rows.js';
 import type { AggConfig, DisaggConfig, EngineContext, Estimate, MemoryPicture, MetricBands, PoolConfig, ServingMetrics, TtftParts } from '../../engine/types.js';
 import { InputError, UnsupportedError } from '../../util/errors.js';
+import { csvSafeRecord, escapeControl } from '../../util/text.js';
 
 type Opts = Record<string, unknown>;
 
@@ -40,7 +41,7 @@ export function registerEstimate(program: Command): void {
     .option('--concurrency <n>', 'clients in the closed loop (default: batch size x replicas / decode workers)', positiveInt('--concurrency'))
     .option('--decode-system <name>', 'disagg: system of the decode pool when it differs')
     .option('--breakdown', 'print where the mean TTFT goes and the time per op type of a prefill and a decode step')
-    .option('--from-csv <file>', 'estimate every row of a CSV in the e2e reference format')
+    .option('--from-csv <file>', 'estimate every row of a CSV in the e2e reference format (a malformed number in a row exits 2)')
     .option('--out <file>', 'with --from-csv: write the rows with predictions here (default: stdout)');
   addGlobalOptions(cmd);
   cmd.action(async (opts: Opts) => runAction(opts, () => (opts.fromCsv ? fromCsv(opts) : single(opts))));
@@ -79,7 +80,7 @@ async function single(o: Opts): Promise<number> {
   if (!o.hfId) throw new InputError('--hf-id is required (or --from-csv FILE)');
   if (!o.system) throw new InputError('--system is required (or --from-csv FILE)');
   const inputs = readCommonInputs(o);
-  const ctx = await loadEngineContext(inputs, { decodeSystem: o.decodeSystem as string | undefined });
+  const ctx = await loadEngineContext(inputs, { decodeSystem: o.decodeSystem as string | undefined, strictCalibration: Boolean(o.strict) });
   const conc = o.concurrency as number | undefined;
   const breakdown = Boolean(o.breakdown);
   let est;
@@ -105,7 +106,7 @@ async function single(o: Opts): Promise<number> {
   }
   const workers = est.mode === 'agg' ? [[est.config, ctx.system] as const] : [[est.config.prefill, ctx.system] as const, [est.config.decode, ctx.decodeSystem ?? ctx.system] as const];
   const genMoe = ctx.model.moe !== undefined && workers.some(([l, sys]) => trtllmGenMoe(profileOf(ctx), ctx.moeDtype, sys, l));
-  printEstimate(est, `${ctx.model.id} on ${ctx.system.name}, ${ctx.backend} ${ctx.version}${genMoe ? ' (MoE on trtllm-gen)' : ''}, isl ${inputs.isl} osl ${inputs.osl}` +
+  printEstimate(est, `${escapeControl(ctx.model.id)} on ${ctx.system.name}, ${ctx.backend} ${ctx.version}${genMoe ? ' (MoE on trtllm-gen)' : ''}, isl ${inputs.isl} osl ${inputs.osl}` +
     (inputs.prefix ? ` prefix ${inputs.prefix}` : ''), calibration, bandBasis);
   return 0;
 }
@@ -184,10 +185,18 @@ async function fromCsv(o: Opts): Promise<number> {
   } catch (e) {
     throw new InputError(`--from-csv ${file}: cannot read (${(e as Error).message.split('\n')[0]})`);
   }
-  const { header, rows } = parseCsv(text);
+  let parsed;
+  try {
+    parsed = parseCsv(text);
+  } catch (e) {
+    throw new InputError(`--from-csv ${file}: ${(e as Error).message}`);
+  }
+  const { header, rows, lines } = parsed;
   for (const col of ['model_path', 'system', 'backend', 'mode', 'isl', 'osl']) {
     if (!header.includes(col)) throw new InputError(`--from-csv ${file}: missing column "${col}"; expected the e2e reference format`);
   }
+  // Every row is checked before any is priced, so a malformed number stops the batch before anything is written.
+  rows.forEach((row, i) => checkRowNumbers(row, `--from-csv ${file} line ${lines[i]}`));
   const outRows: Record<string, string>[] = [];
   let refused = 0;
   for (const row of rows) {
@@ -195,7 +204,8 @@ async function fromCsv(o: Opts): Promise<number> {
     const e = 'refused' in inp ? inp : estimateRow(row, inp);
     const cells = predictedCells(e);
     if (cells.refused_reason) refused++;
-    outRows.push({ ...row, ...cells });
+    // The input's own cells are written back too: neutralised, as every CSV the tool writes.
+    outRows.push(csvSafeRecord({ ...row, ...cells }) as Record<string, string>);
   }
   const columns = [...header, ...PREDICTED_COLUMNS];
   const csv = stringify(outRows, { header: true, columns });

@@ -5,6 +5,7 @@ import { relative } from 'node:path';
 import { Command, Option } from 'commander';
 import { log, positiveInt, positiveNumber, printJson, runAction } from '../common.js';
 import { alignColumns } from '../../util/format.js';
+import { escapeControl } from '../../util/text.js';
 import { addGlobalOptions, addModelSystemOptions, addWorkloadOptions, readCommonInputs, relaxModelSystem, type CommonInputs } from '../options.js';
 import { loadEngineContext } from '../context.js';
 import { estimateAgg, estimateDisagg, profileOf } from '../../engine/index.js';
@@ -165,7 +166,7 @@ export function resolveTarget(o: Record<string, unknown>): Target {
 
 /** One line naming the deployment, with the engine version the context resolved. */
 export function targetTitle(target: Target, ctx: EngineContext): string {
-  return `${target.inputs.hfId} on ${ctx.system.name}, ${ctx.backend} ${ctx.version}, ${target.shape}`;
+  return `${escapeControl(target.inputs.hfId)} on ${ctx.system.name}, ${ctx.backend} ${ctx.version}, ${target.shape}`;
 }
 
 /** The runs named by --aiperf, or the plan's bench/ folder. */
@@ -181,8 +182,8 @@ export function loadRuns(o: Record<string, unknown>, target: Target): AiperfRun[
 }
 
 /** Engine context for the target, with the plan's dtypes applied exactly as planned. */
-export async function targetContext(target: Target): Promise<EngineContext> {
-  const ctx = await loadEngineContext(target.inputs, { decodeSystem: target.plan?.decodeSystem });
+export async function targetContext(target: Target, strictCalibration = false): Promise<EngineContext> {
+  const ctx = await loadEngineContext(target.inputs, { decodeSystem: target.plan?.decodeSystem, strictCalibration });
   const d = target.plan?.dtypes;
   if (!d) return ctx;
   return { ...ctx, gemmDtype: d.gemm ?? ctx.gemmDtype, moeDtype: d.moe ?? d.gemm ?? ctx.moeDtype, kvDtype: d.kv ?? ctx.kvDtype };
@@ -244,7 +245,7 @@ export function shortPath(p: string): string {
 }
 
 export function formatRun(r: RunComparison): string[] {
-  const head = `${r.label}  concurrency ${r.point.concurrency}, isl ${r.point.isl}, osl ${r.point.osl}  (${shortPath(r.source)})`;
+  const head = escapeControl(`${r.label}  concurrency ${r.point.concurrency}, isl ${r.point.isl}, osl ${r.point.osl}  (${shortPath(r.source)})`);
   const lines = [head, ...r.notes.map((n) => `  note: ${n}`)];
   if (r.refused) return [...lines, `  not predicted: ${r.refused}`];
   const rows = [['metric', 'predicted', 'measured', 'error', 'band', 'in band']];
@@ -303,8 +304,9 @@ export function registerValidate(program: Command): void {
   cmd.addHelpText(
     'after',
     `
-Error = (predicted - measured) / measured. Exit codes: 0 report written; 2 bad input; 4 unsupported;
-${FAIL_OVER_EXIT} with --fail-over PCT when any |error| exceeds PCT.
+Error = (predicted - measured) / measured. Exit codes: 0 report written; 2 bad input (a run with a missing,
+zero, negative or non-finite latency, throughput or concurrency is rejected, naming the file and field);
+4 unsupported; ${FAIL_OVER_EXIT} with --fail-over PCT when any |error| exceeds PCT.
 
 Examples:
   configure validate --plan results/qwen3-32b_h200/generator_config.yaml        # runs from <plan dir>/bench
@@ -316,7 +318,7 @@ Examples:
       const target = resolveTarget(o);
       const metrics = parseMetrics(o.metrics as string | undefined);
       const runs = loadRuns(o, target);
-      const ctx = await targetContext(target);
+      const ctx = await targetContext(target, Boolean(o.strict));
       const title = targetTitle(target, ctx);
       const predictor = targetPredictor(ctx, target);
       const report = validateRuns(runs, predictor, target.defaults, { correction: ctx.correction, stat: o.stat as MeasuredStat, metrics });
@@ -344,7 +346,7 @@ Examples:
         out.push(
           `Measured ${report.stat} vs predicted${report.calibrated ? `, calibrated with ${report.calibrated}` : ', uncalibrated'}; error = (predicted - measured) / measured.`,
         );
-        for (const w of warnings) out.push(`warning: ${w}`);
+        for (const w of warnings) out.push(`warning: ${escapeControl(w)}`);
         for (const r of report.runs) out.push('', ...formatRun(r));
         out.push('', summaryLine(report));
         if (failOver !== undefined) {
