@@ -109,12 +109,19 @@ function toSpec(e: Entry, file: string): ModelSpec {
 
 let cache: ModelSpec[] | undefined;
 
+const modelFiles = (): string[] => readdirSync(dataPath('models')).filter((f) => f.endsWith('.yaml')).sort();
+
 /** Load and validate every bundled model (cached). Broken bundled data is an internal error, not user input. */
 export function loadRegistry(): ModelSpec[] {
-  if (cache) return cache;
+  if (!cache) cache = loadFiles(modelFiles());
+  return cache;
+}
+
+/** The specs of some of the data/models files (their `extends` resolved within them). */
+function loadFiles(files: string[]): ModelSpec[] {
   const dir = dataPath('models');
   const entries: { e: Entry; file: string }[] = [];
-  for (const file of readdirSync(dir).filter((f) => f.endsWith('.yaml')).sort()) {
+  for (const file of files) {
     const parsed = fileSchema.safeParse(parseYaml(readFileSync(`${dir}/${file}`, 'utf8')));
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
@@ -146,8 +153,31 @@ export function loadRegistry(): ModelSpec[] {
       names.set(k, s.id);
     }
   }
-  cache = specs;
   return specs;
+}
+
+/**
+ * A bundled model by its exact id or alias from the files whose text names it, without parsing the others (the
+ * YAML of every family costs more start-up time than the rest of a run's set-up); undefined when none does.
+ */
+function findInNamingFiles(k: string): ModelSpec | undefined {
+  const dir = dataPath('models');
+  const text = new Map(modelFiles().map((f) => [f, readFileSync(`${dir}/${f}`, 'utf8')]));
+  const files = new Set([...text.keys()].filter((f) => text.get(f)!.toLowerCase().includes(k)));
+  if (!files.size) return undefined;
+  // With the files that define what these extend (an entry may extend one of another family's file).
+  for (let grown = true; grown; ) {
+    grown = false;
+    for (const f of [...files])
+      for (const [, id] of text.get(f)!.matchAll(/^\s*extends:\s*(\S+)/gm))
+        for (const [g, t] of text)
+          if (!files.has(g) && t.includes(`id: ${id}`)) (files.add(g), (grown = true));
+  }
+  try {
+    return loadFiles([...files].sort()).find((s) => s.id.toLowerCase() === k || (s.aliases ?? []).some((a) => a.toLowerCase() === k));
+  } catch {
+    return undefined; // an entry extends one in another file: the full registry answers
+  }
 }
 
 /**
@@ -156,6 +186,10 @@ export function loadRegistry(): ModelSpec[] {
  */
 export function findBundled(name: string): ModelSpec | undefined {
   const k = name.trim().toLowerCase();
+  if (!cache && k.includes('/')) {
+    const quick = findInNamingFiles(k);
+    if (quick) return quick;
+  }
   const all = loadRegistry();
   const exact = all.find((s) => s.id.toLowerCase() === k || (s.aliases ?? []).some((a) => a.toLowerCase() === k));
   if (exact || k.includes('/')) return exact;

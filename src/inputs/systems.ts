@@ -1,5 +1,5 @@
 // GPU systems: data/systems/<name>.yaml, validated at load, looked up by name or alias.
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { dataPath } from '../util/paths.js';
@@ -48,21 +48,23 @@ export const systemSchema = z.strictObject({
 
 let cache: SystemSpec[] | undefined;
 
+/** One data/systems file, validated. Broken bundled data is an internal error, not user input. */
+function loadFile(f: string): SystemSpec {
+  const parsed = systemSchema.safeParse(parseYaml(readFileSync(dataPath('systems', f), 'utf8')));
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new Error(`data/systems/${f}: ${issue?.path.join('.') ?? ''}: ${issue?.message ?? 'invalid'}`);
+  }
+  if (`${parsed.data.name}.yaml` !== f) throw new Error(`data/systems/${f}: name "${parsed.data.name}" does not match the file name`);
+  return parsed.data as SystemSpec;
+}
+
+/** Systems read one by one before anything needed them all. */
+const single = new Map<string, SystemSpec>();
+
 function loadAll(): SystemSpec[] {
-  if (cache) return cache;
-  const dir = dataPath('systems');
-  const files = readdirSync(dir).filter((f) => f.endsWith('.yaml')).sort();
-  const systems = files.map((f) => {
-    const parsed = systemSchema.safeParse(parseYaml(readFileSync(`${dir}/${f}`, 'utf8')));
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      throw new Error(`data/systems/${f}: ${issue?.path.join('.') ?? ''}: ${issue?.message ?? 'invalid'}`);
-    }
-    if (`${parsed.data.name}.yaml` !== f) throw new Error(`data/systems/${f}: name "${parsed.data.name}" does not match the file name`);
-    return parsed.data as SystemSpec;
-  });
-  cache = systems;
-  return systems;
+  if (!cache) cache = readdirSync(dataPath('systems')).filter((f) => f.endsWith('.yaml')).sort().map(loadFile);
+  return cache;
 }
 
 /** Every bundled system, sorted by name (copies: callers may change them freely). */
@@ -78,6 +80,12 @@ export function systemNames(): string[] {
 /** Look a system up by name or alias (case-insensitive; dashes and underscores are equivalent). */
 export function loadSystem(name: string): SystemSpec {
   const key = normalizeName(name);
+  // A canonical name reads its own file only (start-up time); aliases and unknown names look at them all.
+  if (!cache && /^[a-z0-9_]+$/.test(key) && existsSync(dataPath('systems', `${key}.yaml`))) {
+    let one = single.get(key);
+    if (!one) single.set(key, (one = loadFile(`${key}.yaml`)));
+    return structuredClone(one);
+  }
   const found = loadAll().find((s) => normalizeName(s.name) === key || s.aliases.some((a) => normalizeName(a) === key));
   if (!found) {
     throw new InputError(`unknown system "${name}"; accepted: ${systemNames().join(', ')} (alias: gb200)`, {
