@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Node 0 of 1: Qwen/Qwen3-32B with vllm 0.12.0, agg tp2pp2.
+# Node 0 of 1: Qwen/Qwen3-32B with vllm 0.24.0, agg tp2pp2.
 # Start etcd and NATS on the head node first; set HEAD_NODE_IP on every other node.
 set -euo pipefail
 
@@ -23,7 +23,7 @@ python3 -m dynamo.frontend --http-port "$HTTP_PORT" &
 pids+=("$!")
 
 # worker 0: 2x tp, 2x pp, 1x dp on GPUs 0,1,2,3
-CUDA_VISIBLE_DEVICES='0,1,2,3' DYN_SYSTEM_PORT='8081' DYN_VLLM_KV_EVENT_PORT='20080' VLLM_NIXL_SIDE_CHANNEL_PORT='20100' \
+CUDA_VISIBLE_DEVICES='0,1,2,3' DYN_SYSTEM_PORT='8081' VLLM_NIXL_SIDE_CHANNEL_PORT='20100' \
   python3 -m dynamo.vllm \
     --model "$MODEL" \
     --served-model-name "$MODEL" \
@@ -37,7 +37,7 @@ CUDA_VISIBLE_DEVICES='0,1,2,3' DYN_SYSTEM_PORT='8081' DYN_VLLM_KV_EVENT_PORT='20
 pids+=("$!")
 
 # worker 1: 2x tp, 2x pp, 1x dp on GPUs 4,5,6,7
-CUDA_VISIBLE_DEVICES='4,5,6,7' DYN_SYSTEM_PORT='8082' DYN_VLLM_KV_EVENT_PORT='20081' VLLM_NIXL_SIDE_CHANNEL_PORT='20116' \
+CUDA_VISIBLE_DEVICES='4,5,6,7' DYN_SYSTEM_PORT='8082' VLLM_NIXL_SIDE_CHANNEL_PORT='20116' \
   python3 -m dynamo.vllm \
     --model "$MODEL" \
     --served-model-name "$MODEL" \

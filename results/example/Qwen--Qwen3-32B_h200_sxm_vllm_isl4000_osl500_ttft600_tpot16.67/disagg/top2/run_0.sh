@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Node 0 of 1: Qwen/Qwen3-32B with vllm 0.12.0, disagg p:tp4pp1 d:tp2pp1.
+# Node 0 of 1: Qwen/Qwen3-32B with vllm 0.24.0, disagg p:tp4pp1 d:tp2pp1.
 # Start etcd and NATS on the head node first; set HEAD_NODE_IP on every other node.
 set -euo pipefail
 
@@ -23,7 +23,7 @@ python3 -m dynamo.frontend --http-port "$HTTP_PORT" &
 pids+=("$!")
 
 # prefill worker 0: 4x tp, 1x pp, 1x dp on GPUs 0,1,2,3
-CUDA_VISIBLE_DEVICES='0,1,2,3' DYN_SYSTEM_PORT='8081' DYN_VLLM_KV_EVENT_PORT='20080' VLLM_NIXL_SIDE_CHANNEL_PORT='20100' \
+CUDA_VISIBLE_DEVICES='0,1,2,3' DYN_SYSTEM_PORT='8081' VLLM_NIXL_SIDE_CHANNEL_PORT='20100' \
   python3 -m dynamo.vllm \
     --model "$MODEL" \
     --served-model-name "$MODEL" \
@@ -34,12 +34,12 @@ CUDA_VISIBLE_DEVICES='0,1,2,3' DYN_SYSTEM_PORT='8081' DYN_VLLM_KV_EVENT_PORT='20
     --max-num-batched-tokens '8000' \
     --max-model-len '5120' \
     --kv-cache-dtype 'auto' \
-    --is-prefill-worker \
-    --connector 'nixl' &
+    --disaggregation-mode 'prefill' \
+    --kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_both"}' &
 pids+=("$!")
 
 # decode worker 0: 2x tp, 1x pp, 1x dp on GPUs 4,5
-CUDA_VISIBLE_DEVICES='4,5' DYN_SYSTEM_PORT='8082' DYN_VLLM_KV_EVENT_PORT='20081' VLLM_NIXL_SIDE_CHANNEL_PORT='20116' \
+CUDA_VISIBLE_DEVICES='4,5' DYN_SYSTEM_PORT='8082' VLLM_NIXL_SIDE_CHANNEL_PORT='20116' \
   python3 -m dynamo.vllm \
     --model "$MODEL" \
     --served-model-name "$MODEL" \
@@ -50,12 +50,12 @@ CUDA_VISIBLE_DEVICES='4,5' DYN_SYSTEM_PORT='8082' DYN_VLLM_KV_EVENT_PORT='20081'
     --max-num-batched-tokens '8192' \
     --max-model-len '5120' \
     --kv-cache-dtype 'auto' \
-    --is-decode-worker \
-    --connector 'nixl' &
+    --disaggregation-mode 'decode' \
+    --kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_both"}' &
 pids+=("$!")
 
 # decode worker 1: 2x tp, 1x pp, 1x dp on GPUs 6,7
-CUDA_VISIBLE_DEVICES='6,7' DYN_SYSTEM_PORT='8083' DYN_VLLM_KV_EVENT_PORT='20082' VLLM_NIXL_SIDE_CHANNEL_PORT='20132' \
+CUDA_VISIBLE_DEVICES='6,7' DYN_SYSTEM_PORT='8083' VLLM_NIXL_SIDE_CHANNEL_PORT='20132' \
   python3 -m dynamo.vllm \
     --model "$MODEL" \
     --served-model-name "$MODEL" \
@@ -66,8 +66,8 @@ CUDA_VISIBLE_DEVICES='6,7' DYN_SYSTEM_PORT='8083' DYN_VLLM_KV_EVENT_PORT='20082'
     --max-num-batched-tokens '8192' \
     --max-model-len '5120' \
     --kv-cache-dtype 'auto' \
-    --is-decode-worker \
-    --connector 'nixl' &
+    --disaggregation-mode 'decode' \
+    --kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_both"}' &
 pids+=("$!")
 
 # Stop everything as soon as one process exits.
