@@ -122,6 +122,11 @@ for (const t of tables) {
   // MoE rows of a kernel serving does not run at that size, or of a non-gated FFN, are reported apart (see moeKernelRoles).
   const roles = op === 'moe' ? moeKernelRoles(got.rows) : undefined;
   got.rows.forEach((r, i) => { if (roles && roles[i] !== 'served') r.role = `${roles[i]!} kernel`; });
+  // Where a source measured the mxfp8-activation MXFP4 kernel, that is what engines serve MXFP4 experts with and
+  // what our mxfp4 tables hold (servingMoeRows); its bf16-activation MXFP4 rows are reported apart.
+  if (op === 'moe' && got.rows.some((r) => r.dtype === 'w4a8_mxfp4_mxfp8')) {
+    for (const r of got.rows) if (r.dtype === 'mxfp4' && !r.role) r.role = 'bf16-activation kernel';
+  }
   const source = sourceKey(t);
   const opName = t.file.includes('mla_') ? 'mla_module' : op;
   const cal = loadCalibration(sys.name);
