@@ -3,32 +3,17 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Command } from 'commander';
-import { describe, expect, it, vi } from 'vitest';
+import { runInProcess } from '../modes/cli.js';
+import { describe, expect, it } from 'vitest';
 import { registerCalibrate } from '../../src/cli/commands/calibrate.js';
 import { registerValidate } from '../../src/cli/commands/validate.js';
 import { importAiperf, parseAiperfCsv, parseAiperfJson, parseAiperfJsonl } from '../../src/inputs/aiperf.js';
 import { InputError } from '../../src/util/errors.js';
 
+/** The commands in this process (test/modes/cli.ts runInProcess), with the output names these tests use. */
 async function run(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  const program = new Command('configure').exitOverride();
-  registerValidate(program);
-  registerCalibrate(program);
-  for (const c of program.commands) c.exitOverride();
-  let out = '';
-  let err = '';
-  const so = vi.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => ((out += String(s)), true));
-  const se = vi.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => ((err += String(s)), true));
-  process.exitCode = 0;
-  try {
-    await program.parseAsync(args, { from: 'user' });
-  } finally {
-    so.mockRestore();
-    se.mockRestore();
-  }
-  const code = Number(process.exitCode ?? 0);
-  process.exitCode = 0;
-  return { code, out, err };
+  const r = await runInProcess([registerValidate, registerCalibrate], args);
+  return { code: r.code, out: r.stdout, err: r.stderr };
 }
 
 const stat = (v: number | string) => ({ unit: 'ms', avg: v, p50: v, p90: v, p99: v });

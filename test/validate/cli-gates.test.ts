@@ -4,8 +4,8 @@
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Command } from 'commander';
-import { afterAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
+import { runInProcess } from '../modes/cli.js';
 import { registerCalibrate } from '../../src/cli/commands/calibrate.js';
 import { registerEstimate } from '../../src/cli/commands/estimate.js';
 import { registerValidate } from '../../src/cli/commands/validate.js';
@@ -19,26 +19,10 @@ import { InferplanError } from '../../src/util/errors.js';
 import { dataPath } from '../../src/util/paths.js';
 import { PLAN, writeSyntheticBench } from './synthetic.js';
 
+/** The commands in this process (test/modes/cli.ts runInProcess), with the output names these tests use. */
 async function run(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  const program = new Command('configure').exitOverride();
-  registerValidate(program);
-  registerCalibrate(program);
-  registerEstimate(program);
-  for (const c of program.commands) c.exitOverride();
-  let out = '';
-  let err = '';
-  const so = vi.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => ((out += String(s)), true));
-  const se = vi.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => ((err += String(s)), true));
-  process.exitCode = 0;
-  try {
-    await program.parseAsync(args, { from: 'user' });
-  } finally {
-    so.mockRestore();
-    se.mockRestore();
-  }
-  const code = Number(process.exitCode ?? 0);
-  process.exitCode = 0;
-  return { code, out, err };
+  const r = await runInProcess([registerValidate, registerCalibrate, registerEstimate], args);
+  return { code: r.code, out: r.stdout, err: r.stderr };
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'inferplan-gates-'));
