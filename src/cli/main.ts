@@ -3,7 +3,7 @@
 // Only the module of the command being run is imported, so start-up stays fast; help imports them all.
 import { Command, CommanderError } from 'commander';
 import { createRequire } from 'node:module';
-import { normalizeArgv } from './common.js';
+import { normalizeArgv } from './argv.js';
 import { ExitCode, InferplanError } from '../util/errors.js';
 
 type Register = (program: Command) => void;

@@ -1,4 +1,5 @@
 // Names that end up on disk or in Kubernetes: the results slug and DNS-1035 resource names.
+import { createHash } from 'node:crypto';
 import { resolve, sep } from 'node:path';
 import type { SearchInputs } from '../search/types.js';
 import { InputError } from '../util/errors.js';
@@ -23,14 +24,17 @@ function num(n: number): string {
 }
 
 /**
- * Results folder name: model, system, backend, isl, osl, ttft, tpot; then prefix, request latency and
- * decode system only when set, so different inputs never share a folder. No random part.
+ * Results folder name: model, system, backend, GPU budget, isl, osl, ttft, tpot; then prefix, request
+ * latency and decode system only when set; then a 6-hex hash of every other input that changes the files
+ * (engine version, top-n, calibration, `extra`: dtypes, serving modes, ...), so two runs share a folder only
+ * when they plan the same thing. No random part.
  */
-export function resultsSlug(inputs: SearchInputs): string {
+export function resultsSlug(inputs: SearchInputs, extra: Record<string, unknown> = {}): string {
   const parts = [
     safeSegment(inputs.model),
     safeSegment(inputs.system),
     safeSegment(inputs.backend),
+    `gpus${inputs.totalGpus}`,
     `isl${inputs.workload.isl}`,
     `osl${inputs.workload.osl}`,
     `ttft${num(inputs.sla.ttftMs)}`,
@@ -39,7 +43,34 @@ export function resultsSlug(inputs: SearchInputs): string {
   if (inputs.workload.prefix > 0) parts.push(`prefix${inputs.workload.prefix}`);
   if (inputs.sla.requestLatencyMs !== undefined) parts.push(`lat${num(inputs.sla.requestLatencyMs)}`);
   if (inputs.decodeSystem && inputs.decodeSystem !== inputs.system) parts.push(`d-${safeSegment(inputs.decodeSystem)}`);
+  const rest = { model: inputs.model, version: inputs.version, topN: inputs.topN, calibratedOn: inputs.calibratedOn, ...extra };
+  parts.push(shortHash(rest));
   return parts.join('_');
+}
+
+/** 6 hex digits of the SHA-256 of a value's canonical JSON (keys sorted, undefined dropped). */
+export function shortHash(value: unknown): string {
+  return createHash('sha256').update(canonicalJson(value)).digest('hex').slice(0, 6);
+}
+
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+/**
+ * A folder name for a user-chosen name (an experiment): the safe segment, plus a 6-hex hash of the name
+ * whenever making it safe changed it, so names that differ ("a.b", "a..b", "a/b", "a--b") never share a folder.
+ */
+export function uniqueSegment(name: string): string {
+  const seg = safeSegment(name);
+  return seg === name ? seg : `${seg.slice(0, 113)}-${shortHash(name)}`;
 }
 
 /** Join a child name under dir and refuse anything that would resolve outside it. */

@@ -1,10 +1,11 @@
 // The results directory: DIR/<slug>/ with the summary, the report, the chart and, per mode, the CSVs,
 // the experiment file and one deployable bundle per top configuration. Built in memory, written to a
-// temporary sibling and renamed into place, so readers never see half a directory.
+// temporary sibling and renamed into place, so readers never see half a directory; `--force` replaces
+// only the files listed in the folder's manifest.
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, open, readdir, readFile, rename, rm, rmdir, writeFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
-import { dirname, resolve } from 'node:path';
+import { basename, dirname, join, resolve, sep } from 'node:path';
 import type { EngineContext } from '../engine/types.js';
 import type { Mode, SearchResult } from '../search/types.js';
 import { InputError } from '../util/errors.js';
@@ -29,6 +30,8 @@ export interface ResultsDirOptions {
   reportText: string;
   /** The --json document, written as summary.json (timing keys removed). */
   json: unknown;
+  /** Command inputs that change the plan but are not in the search result (e.g. strictSla), folded into the folder name. */
+  variant?: Record<string, unknown>;
 }
 
 export interface TreeFile {
@@ -109,16 +112,33 @@ export async function buildResultsTree(result: SearchResult, ctx: EngineContext,
   return { files, warnings: [...warnings] };
 }
 
+/** The manifest of the files inferplan wrote in a results folder; `--force` replaces only these. */
+export const MANIFEST = '.inferplan-files.json';
+
 /**
- * Write DIR/<slug>/ atomically and return its path. An existing directory is replaced only with force
- * (else InputError, exit 2). Nothing is written outside saveDir, whatever the model id.
+ * The results folder a run writes under saveDir. The slug encodes every input that changes the plan; the
+ * Dynamo release and images change only how it is deployed, so rerunning with another --dynamo-version or
+ * --image (and --force) rewrites the same folder.
+ */
+export function resultsFolder(saveDir: string, result: SearchResult, ctx: EngineContext, opts: Pick<ResultsDirOptions, 'variant'>): string {
+  const modes = (['agg', 'disagg'] as const).filter((m) => result[m] !== undefined);
+  const slug = resultsSlug(result.inputs, { dtypes: [ctx.gemmDtype, ctx.moeDtype, ctx.kvDtype], modes, ...opts.variant });
+  return insideDir(resolve(saveDir), slug);
+}
+
+/**
+ * Write DIR/<slug>/ and return its path. A new folder appears at once (built in a temporary sibling, then
+ * renamed). An existing folder is replaced only with force (else InputError, exit 2), and then only the files
+ * inferplan wrote there (listed in MANIFEST) are replaced or removed: anything else (a bench/ folder of
+ * measured runs, notes) is kept. One run at a time per folder: a second run while `.<slug>.lock` is held fails
+ * (exit 2). Temporary folders left by interrupted runs are removed. Nothing is written outside saveDir.
  */
 export async function writeResultsDir(saveDir: string, result: SearchResult, ctx: EngineContext, opts: ResultsDirOptions): Promise<string> {
-  const slug = resultsSlug(result.inputs);
-  const root = resolve(saveDir);
-  const target = insideDir(root, slug);
+  const target = resultsFolder(saveDir, result, ctx, opts);
+  const root = dirname(target);
+  const slug = basename(target);
   if (existsSync(target) && !opts.force) {
-    throw new InputError(`${target} already exists; pass --force to replace it`);
+    throw new InputError(`${target} already exists; pass --force to replace the files inferplan wrote there`);
   }
   const { files, warnings } = await buildResultsTree(result, ctx, opts);
   try {
@@ -126,33 +146,146 @@ export async function writeResultsDir(saveDir: string, result: SearchResult, ctx
   } catch (e) {
     throw new InputError(`--save-dir ${root}: cannot create it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
   }
-  const tag = `${process.pid}-${randomBytes(4).toString('hex')}`;
-  const tmp = insideDir(root, `.${slug}.tmp-${tag}`);
+  const release = await acquireLock(root, slug, target);
   try {
-    for (const f of files) {
-      const full = insideDir(tmp, f.path);
-      await mkdir(dirname(full), { recursive: true });
-      await writeFile(full, f.content);
-      await chmod(full, f.executable ? 0o755 : 0o644);
+    await removeStaleTemporaries(root, slug);
+    if (existsSync(target) && !opts.force) {
+      throw new InputError(`${target} already exists; pass --force to replace the files inferplan wrote there`);
     }
-    if (existsSync(target)) {
-      const old = insideDir(root, `.${slug}.old-${tag}`);
-      await rename(target, old);
-      await rename(tmp, target);
-      await rm(old, { recursive: true, force: true });
-    } else {
-      await rename(tmp, target);
-    }
+    await writeTree(root, slug, target, files);
   } catch (e) {
-    await rm(tmp, { recursive: true, force: true });
     const code = (e as NodeJS.ErrnoException).code;
     // A directory the user cannot write to is bad input, not an internal error.
     if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS' || code === 'ENOSPC') {
       throw new InputError(`--save-dir ${root}: cannot write results (${code})`);
     }
     throw e;
+  } finally {
+    await release();
   }
   for (const w of warnings) process.stderr.write(`warning: ${w}\n`);
   return target;
 }
 
+async function writeTree(root: string, slug: string, target: string, files: TreeFile[]): Promise<void> {
+  const tag = `${process.pid}-${randomBytes(4).toString('hex')}`;
+  const tmp = insideDir(root, `.${slug}.tmp-${tag}`);
+  const paths = files.map((f) => f.path);
+  try {
+    for (const f of files) await writeOne(tmp, f.path, f.content, f.executable);
+    if (!existsSync(target)) {
+      await writeOne(tmp, MANIFEST, manifestText(paths), false);
+      await rename(tmp, target);
+      return;
+    }
+    // Replace in place: first record every file that may be ours (old and new), so an interrupted run
+    // leaves a manifest that still names them; then remove the old files the new plan lacks, move the new
+    // ones in, and write the final manifest.
+    const old = await readManifest(target);
+    const keep = new Set(paths);
+    await writeOne(target, MANIFEST, manifestText([...new Set([...old, ...paths])]), false);
+    for (const p of old) if (!keep.has(p)) await removeOurs(target, p);
+    for (const p of paths) {
+      const dest = insideDir(target, p);
+      await mkdir(dirname(dest), { recursive: true });
+      await rename(insideDir(tmp, p), dest);
+    }
+    await writeOne(target, MANIFEST, manifestText(paths), false);
+  } finally {
+    await rm(tmp, { recursive: true, force: true });
+  }
+}
+
+async function writeOne(dir: string, path: string, content: string | Buffer, executable: boolean): Promise<void> {
+  const full = insideDir(dir, path);
+  await mkdir(dirname(full), { recursive: true });
+  await writeFile(full, content);
+  await chmod(full, executable ? 0o755 : 0o644);
+}
+
+function manifestText(paths: string[]): string {
+  return JSON.stringify({ note: 'files written by inferplan; --force replaces these and keeps everything else', files: [...paths].sort() }, null, 2) + '\n';
+}
+
+/** The paths the manifest lists (none when there is no manifest: a folder of an older release keeps every file it has). */
+async function readManifest(target: string): Promise<string[]> {
+  let text: string;
+  try {
+    text = await readFile(join(target, MANIFEST), 'utf8');
+  } catch {
+    return [];
+  }
+  try {
+    const doc = JSON.parse(text) as { files?: unknown };
+    return Array.isArray(doc.files) ? doc.files.filter((p): p is string => typeof p === 'string' && p !== '' && !p.includes('\0')) : [];
+  } catch {
+    throw new InputError(`${join(target, MANIFEST)} is not valid JSON; fix or delete it to let --force know which files inferplan wrote`);
+  }
+}
+
+/** Remove one file we wrote, then its parent folders up to the results folder while they are empty. */
+async function removeOurs(target: string, path: string): Promise<void> {
+  let full: string;
+  try {
+    full = insideDir(target, path);
+  } catch {
+    return; // a manifest entry pointing outside the folder is ignored, never followed
+  }
+  await rm(full, { force: true });
+  for (let dir = dirname(full); dir !== target && dir.startsWith(target + sep); dir = dirname(dir)) {
+    try {
+      await rmdir(dir);
+    } catch {
+      break; // not empty: holds a file of the user's
+    }
+  }
+}
+
+/**
+ * Take `.<slug>.lock` in saveDir (exclusive create). A lock whose process is gone (an interrupted run) is
+ * taken over; a live one fails with InputError (exit 2) rather than waiting: a CI job should not hang.
+ */
+async function acquireLock(root: string, slug: string, target: string): Promise<() => Promise<void>> {
+  const lock = insideDir(root, `.${slug}.lock`);
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fh = await open(lock, 'wx');
+      await fh.writeFile(`${process.pid}\n`);
+      await fh.close();
+      return async () => {
+        await rm(lock, { force: true });
+      };
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      const pid = Number.parseInt(await readFile(lock, 'utf8').catch(() => ''), 10);
+      if (Number.isInteger(pid) && pid > 0 && isAlive(pid)) {
+        throw new InputError(`another run (pid ${pid}) is writing ${target}; wait for it to finish (or delete ${lock} if no run is)`);
+      }
+      await rm(lock, { force: true });
+    }
+  }
+  throw new InputError(`cannot take the lock ${lock}; another run is writing ${target}`);
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+const TEMPORARY = /^\.(.+)\.(tmp|old)-(\d+)-[0-9a-f]+$/;
+
+/**
+ * Remove `.<slug>.tmp-*` / `.old-*` folders of interrupted runs: this folder's (we hold its lock), and
+ * other folders' whose process is gone.
+ */
+async function removeStaleTemporaries(root: string, slug: string): Promise<void> {
+  for (const name of await readdir(root).catch(() => [] as string[])) {
+    const m = TEMPORARY.exec(name);
+    if (!m) continue;
+    if (m[1] === slug || !isAlive(Number(m[3]))) await rm(insideDir(root, name), { recursive: true, force: true });
+  }
+}

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { bestOverall, convertAicExperiments, registerExp, renderExpTable, toExperiment, type ExpRow } from '../../src/cli/commands/exp.js';
 import YAML from 'yaml';
 import { runInProcess } from './cli.js';
+import { InputError } from '../../src/util/errors.js';
 
 const run = (args: string[]) => runInProcess([registerExp], args);
 
@@ -81,8 +82,8 @@ describe('exp: file handling', () => {
     expect(c.experiments.map((e) => e.name)).toEqual(['b', 'a']);
     expect(c.experiments[0]).toMatchObject({ mode: 'disagg', model: 'Qwen/Qwen3-32B', system: 'h200_sxm', decode_system: 'b200_sxm', backend: 'vllm', search: { tp: [2, 4] } });
     // aiconfigurator's defaults: trtllm and the `cli default` workload/SLA.
-    expect(c.experiments[1]).toMatchObject({ model: 'Qwen/Qwen3-32B', backend: 'trtllm', isl: 4000, osl: 1000, ttft: 2000, tpot: 30, search: { tp: [1, 2], pp: [1] } });
-    expect(c.ignored).toEqual(['b.enable_wideep', 'a.config.nextn', 'a.config.worker_config.gemm_quant_mode']);
+    expect(c.experiments[1]).toMatchObject({ model: 'Qwen/Qwen3-32B', backend: 'trtllm', isl: 4000, osl: 1000, ttft: 2000, tpot: 30, search: { tp: [1, 2], pp: [1] }, weight_dtype: 'fp8' });
+    expect(c.ignored).toEqual(['b.enable_wideep', 'a.config.nextn']);
     expect(convertAicExperiments({ experiments: [] }, 'f')).toBeNull();
     expect(convertAicExperiments({ serving_mode: 'agg' }, 'f')).toBeNull();
   });
@@ -104,6 +105,24 @@ describe('exp: file handling', () => {
       backend: 'trtllm', search: { tp: [1, 2, 4] },
     });
     expect(c.ignored).toEqual(['exp_h200_b200.prefill_max_batch_size']);
+  });
+
+  it('maps aiconfigurator quant modes to our dtypes, and refuses what it cannot plan', () => {
+    const base = { serving_mode: 'disagg', total_gpus: 8, prefill_model_path: 'Qwen/Qwen3-32B', prefill_system_name: 'h200_sxm' };
+    const conv = (x: Record<string, unknown>) => convertAicExperiments({ e: { ...base, ...x } }, 'f.yaml')!;
+    const flat = conv({ prefill_gemm_quant_mode: 'fp8_block', decode_gemm_quant_mode: 'fp8_block', prefill_kvcache_quant_mode: 'fp8', decode_kvcache_quant_mode: 'fp8', prefill_fmha_quant_mode: 'fp8' });
+    expect(flat.experiments[0]).toMatchObject({ weight_dtype: 'fp8_block', kv_cache_dtype: 'fp8' });
+    expect(flat.ignored).toEqual([]);
+    const v1 = convertAicExperiments({ a: { serving_mode: 'agg', model_name: 'QWEN3_32B', total_gpus: 8, system_name: 'h200_sxm', config: { worker_config: { gemm_quant_mode: 'nvfp4', moe_quant_mode: 'nvfp4', kvcache_quant_mode: 'bfloat16' } } } }, 'f.yaml')!;
+    expect(v1.experiments[0]).toMatchObject({ weight_dtype: 'nvfp4', kv_cache_dtype: 'bfloat16' });
+    expect(conv({ gemm_quant_mode: 'fp8_static' }).experiments[0]).toMatchObject({ weight_dtype: 'fp8' });
+    // gpt-oss: bfloat16 GEMMs with mxfp4 experts cannot be one override: the checkpoint's formats, reported.
+    const mixed = conv({ gemm_quant_mode: 'bfloat16', moe_quant_mode: 'w4a16_mxfp4' });
+    expect(mixed.experiments[0]!.weight_dtype).toBeUndefined();
+    expect(mixed.ignored[0]).toMatch(/^e\.moe_quant_mode \(mxfp4 experts with bfloat16 GEMMs/);
+    expect(() => conv({ gemm_quant_mode: 'sq' })).toThrow(/e\.gemm_quant_mode "sq" has no counterpart here \(accepted: bfloat16/);
+    expect(() => conv({ kvcache_quant_mode: 'int8' })).toThrow(InputError);
+    expect(() => conv({ prefill_gemm_quant_mode: 'fp8', decode_gemm_quant_mode: 'nvfp4' })).toThrow(/differ; an experiment here has one weight dtype/);
   });
 });
 

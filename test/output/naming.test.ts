@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { insideDir, k8sName, resultsSlug, safeSegment } from '../../src/output/naming.js';
+import { insideDir, k8sName, resultsSlug, safeSegment, uniqueSegment } from '../../src/output/naming.js';
 import { parseDynamoVersion, releaseProfile, runtimeImage } from '../../src/output/images.js';
 import { DYNAMO_RUNTIME_TABLE, dgdApiVersion, engineShippedBy } from '../../src/inputs/dynamo-runtime.js';
 import { compareVersions } from '../../src/util/versions.js';
@@ -10,9 +10,38 @@ import { fixture } from './fixtures.js';
 
 describe('names', () => {
   it('builds the documented slug', () => {
-    expect(resultsSlug(fixture().result.inputs)).toBe('Qwen--Qwen3-32B_h200_sxm_vllm_isl4000_osl500_ttft600_tpot16.67');
+    expect(resultsSlug(fixture().result.inputs)).toMatch(/^Qwen--Qwen3-32B_h200_sxm_vllm_gpus8_isl4000_osl500_ttft600_tpot16.67_[0-9a-f]{6}$/);
     const r = fixture({ prefix: 1000 }).result.inputs;
-    expect(resultsSlug({ ...r, sla: { ...r.sla, requestLatencyMs: 12000 } })).toBe('Qwen--Qwen3-32B_h200_sxm_vllm_isl4000_osl500_ttft600_tpot16.67_prefix1000_lat12000');
+    expect(resultsSlug({ ...r, sla: { ...r.sla, requestLatencyMs: 12000 } })).toMatch(/^Qwen--Qwen3-32B_h200_sxm_vllm_gpus8_isl4000_osl500_ttft600_tpot16.67_prefix1000_lat12000_[0-9a-f]{6}$/);
+  });
+
+  it('gives a different folder to every input that changes the plan', () => {
+    const r = fixture().result.inputs;
+    const base = resultsSlug(r);
+    expect(resultsSlug(r)).toBe(base);
+    const variants = [
+      resultsSlug({ ...r, totalGpus: 16 }),
+      resultsSlug({ ...r, version: '0.0.1' }),
+      resultsSlug({ ...r, topN: r.topN + 1 }),
+      resultsSlug({ ...r, calibratedOn: 'user calibration x.json' }),
+      resultsSlug({ ...r, model: 'Qwen--Qwen3-32B' }),
+      resultsSlug(r, { dtypes: ['fp8', 'fp8', 'fp8'] }),
+      resultsSlug(r, { modes: ['agg'] }),
+      resultsSlug(r, { strictSla: true }),
+    ];
+    expect(resultsSlug({ ...r, totalGpus: 16 })).toContain('_gpus16_');
+    expect(new Set([base, ...variants]).size).toBe(variants.length + 1);
+    // Undefined extras do not count: a run without the option names the same folder.
+    expect(resultsSlug(r, { dynamoVersion: undefined })).toBe(base);
+  });
+
+  it('never maps two experiment names to one folder', () => {
+    const names = ['a.b', 'a..b', 'a/b', 'a--b', 'a b', 'ab', '.a', 'a'];
+    const segs = names.map(uniqueSegment);
+    expect(new Set(segs).size).toBe(names.length);
+    expect(uniqueSegment('a.b')).toBe('a.b');
+    expect(uniqueSegment('exp_h200')).toBe('exp_h200');
+    for (const s of segs) expect(s).toMatch(/^[A-Za-z0-9_][A-Za-z0-9._-]*$/);
   });
 
   it('never yields a segment that climbs or hides', () => {

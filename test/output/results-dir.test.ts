@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative, resolve } from 'node:path';
+import { basename, join, relative, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
-import { buildResultsTree, writeResultsDir } from '../../src/output/results-dir.js';
+import { buildResultsTree, MANIFEST, resultsFolder, writeResultsDir } from '../../src/output/results-dir.js';
 import { parseGeneratorConfig } from '../../src/output/generator-config.js';
 import { parseExperimentFile } from '../../src/output/exp-config.js';
 import { InputError } from '../../src/util/errors.js';
@@ -14,6 +14,8 @@ const ROOT = mkdtempSync(join(tmpdir(), 'inferplan-results-'));
 afterAll(() => rmSync(ROOT, { recursive: true, force: true }));
 
 const REPORT = '\u001b[1mBest: agg\u001b[0m at 1126.8 tokens/s/gpu\nAll experiments completed in 0.42 seconds\n';
+/** The fixture's results folder (gpus8 and the hash of the other inputs). */
+const SLUG = basename(resultsFolder(ROOT, fixture().result, fixture().ctx, {}));
 const JSON_DOC = { verdict: 'agg', elapsedMs: 412.3, nested: { elapsed_ms: 5, keep: 1 } };
 
 /** Minimal RFC 4180 reader for the tests (quoted fields, doubled quotes). */
@@ -55,9 +57,10 @@ function tree(dir: string): Record<string, string> {
 
 describe('writeResultsDir', () => {
   it('writes the documented layout', async () => {
+    expect(SLUG).toMatch(/^Qwen--Qwen3-32B_h200_sxm_vllm_gpus8_isl4000_osl500_ttft600_tpot16.67_[0-9a-f]{6}$/);
     const { result, ctx } = fixture();
     const dir = await writeResultsDir(join(ROOT, 'a'), result, ctx, { reportText: REPORT, json: JSON_DOC });
-    expect(dir).toBe(resolve(ROOT, 'a', 'Qwen--Qwen3-32B_h200_sxm_vllm_isl4000_osl500_ttft600_tpot16.67'));
+    expect(dir).toBe(resolve(ROOT, 'a', SLUG));
     const files = Object.keys(tree(dir));
     for (const f of ['summary.json', 'report.txt', 'pareto_frontier.vl.json', 'pareto_frontier.svg', 'pareto_frontier.png']) expect(files).toContain(f);
     for (const mode of ['agg', 'disagg']) {
@@ -71,12 +74,14 @@ describe('writeResultsDir', () => {
     // report without colour or timing; summary without elapsed keys
     expect(readFileSync(join(dir, 'report.txt'), 'utf8')).toBe('Best: agg at 1126.8 tokens/s/gpu\n');
     expect(JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8'))).toEqual({ verdict: 'agg', nested: { keep: 1 } });
-    // no temporary leftovers
-    expect(readdirSync(join(ROOT, 'a'))).toEqual(['Qwen--Qwen3-32B_h200_sxm_vllm_isl4000_osl500_ttft600_tpot16.67']);
+    // no temporary leftovers, no lock; the manifest lists every file written
+    expect(readdirSync(join(ROOT, 'a'))).toEqual([SLUG]);
+    const manifest = JSON.parse(readFileSync(join(dir, MANIFEST), 'utf8')) as { files: string[] };
+    expect(manifest.files).toEqual(files.filter((f) => f !== MANIFEST).sort());
   });
 
   it('writes CSVs with aiconfigurator column names and our additions', async () => {
-    const dir = join(ROOT, 'a', 'Qwen--Qwen3-32B_h200_sxm_vllm_isl4000_osl500_ttft600_tpot16.67');
+    const dir = join(ROOT, 'a', SLUG);
     const agg = parseCsv(readFileSync(join(dir, 'agg/best_config_topn.csv')), { columns: true }) as Record<string, string>[];
     expect(agg).toHaveLength(3);
     for (const c of ['tokens/s/gpu', 'tokens/s/user', 'ttft', 'tpot', 'request_latency', 'concurrency', 'bs', 'tp', 'pp', 'parallel', 'replicas', 'gpus/replica', 'total_gpus', 'ttft_low', 'ttft_high', 'calibrated_on', 'mem_per_gpu_gib', 'kv_tokens']) {
@@ -101,19 +106,82 @@ describe('writeResultsDir', () => {
     expect(tree(b)).toEqual(ta);
   });
 
-  it('refuses to replace an existing directory without force (exit 2), replaces it with force', async () => {
+  it('refuses to replace an existing directory without force (exit 2); with force replaces only the files it wrote', async () => {
     const { result, ctx } = fixture();
     const save = join(ROOT, 'force');
     const dir = await writeResultsDir(save, result, ctx, { reportText: '', json: {} });
-    writeFileSync(join(dir, 'stale.txt'), 'old');
+    const before = tree(dir);
+    // The user's files: measured runs and notes, and one inside a folder inferplan writes.
+    mkdirSync(join(dir, 'bench'));
+    writeFileSync(join(dir, 'bench', 'x.json'), '{"aiperf": 1}');
+    writeFileSync(join(dir, 'notes.txt'), 'mine');
+    writeFileSync(join(dir, 'agg', 'top1', 'measured.csv'), 'a,b');
     const err = await writeResultsDir(save, result, ctx, { reportText: '', json: {} }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(InputError);
     expect((err as InputError).exitCode).toBe(2);
     expect((err as Error).message).toMatch(/--force/);
-    expect(existsSync(join(dir, 'stale.txt'))).toBe(true);
+    // One of ours changed by hand is replaced; one the new plan lacks is removed (with its empty folder).
+    writeFileSync(join(dir, 'report.txt'), 'edited');
     await writeResultsDir(save, result, ctx, { reportText: '', json: {}, force: true });
-    expect(existsSync(join(dir, 'stale.txt'))).toBe(false);
-    expect(readdirSync(save)).toHaveLength(1);
+    expect(readFileSync(join(dir, 'bench', 'x.json'), 'utf8')).toBe('{"aiperf": 1}');
+    expect(readFileSync(join(dir, 'notes.txt'), 'utf8')).toBe('mine');
+    expect(readFileSync(join(dir, 'agg', 'top1', 'measured.csv'), 'utf8')).toBe('a,b');
+    expect(readFileSync(join(dir, 'report.txt'), 'utf8')).toBe('\n');
+    const after = tree(dir);
+    for (const [f, h] of Object.entries(before)) expect(after[f], f).toBe(h);
+    expect(readdirSync(save).filter((n) => n.startsWith('.'))).toEqual([]);
+  });
+
+  it('removes the files of the previous plan that the new one lacks, and keeps folders holding a user file', async () => {
+    const { result, ctx } = fixture();
+    const save = join(ROOT, 'shrink');
+    const dir = await writeResultsDir(save, result, ctx, { reportText: '', json: {} });
+    expect(existsSync(join(dir, 'agg', 'top3'))).toBe(true);
+    writeFileSync(join(dir, 'agg', 'top2', 'mine.txt'), 'x');
+    // Same folder, a plan with one top configuration per mode: pretend the manifest also lists files that
+    // the new plan does not write by rewriting it with an extra entry.
+    const m = JSON.parse(readFileSync(join(dir, MANIFEST), 'utf8')) as { files: string[] };
+    mkdirSync(join(dir, 'agg', 'top9'));
+    writeFileSync(join(dir, 'agg', 'top9', 'k8s_deploy.yaml'), 'old');
+    writeFileSync(join(dir, MANIFEST), JSON.stringify({ files: [...m.files, 'agg/top9/k8s_deploy.yaml', '../../escape.txt'] }));
+    await writeResultsDir(save, result, ctx, { reportText: '', json: {}, force: true });
+    expect(existsSync(join(dir, 'agg', 'top9'))).toBe(false);
+    expect(readFileSync(join(dir, 'agg', 'top2', 'mine.txt'), 'utf8')).toBe('x');
+    expect((JSON.parse(readFileSync(join(dir, MANIFEST), 'utf8')) as { files: string[] }).files).toEqual(m.files);
+  });
+
+  it('fails with exit 2 while another run holds the folder, and takes over the lock of a run that is gone', async () => {
+    const { result, ctx } = fixture();
+    const save = join(ROOT, 'locked');
+    mkdirSync(save, { recursive: true });
+    const lock = join(save, `.${SLUG}.lock`);
+    writeFileSync(lock, `${process.pid}\n`); // a live process holds it
+    const err = await writeResultsDir(save, result, ctx, { reportText: '', json: {} }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(InputError);
+    expect((err as InputError).exitCode).toBe(2);
+    expect((err as Error).message).toMatch(/another run \(pid \d+\) is writing/);
+    expect((err as Error).message.split('\n')).toHaveLength(1);
+    expect(existsSync(join(save, SLUG))).toBe(false);
+    writeFileSync(lock, '999999999\n'); // no such process: an interrupted run
+    const dir = await writeResultsDir(save, result, ctx, { reportText: '', json: {} });
+    expect(existsSync(join(dir, 'summary.json'))).toBe(true);
+    expect(existsSync(lock)).toBe(false);
+  });
+
+  it('removes temporary folders left by interrupted runs', async () => {
+    const { result, ctx } = fixture();
+    const save = join(ROOT, 'leftover');
+    const ours = join(save, `.${SLUG}.tmp-${process.pid}-0badc0de`);
+    const othersGone = join(save, '.other_slug.tmp-999999999-deadbeef');
+    const othersLive = join(save, `.other_slug.tmp-${process.pid}-cafef00d`);
+    for (const d of [ours, othersGone, othersLive]) {
+      mkdirSync(d, { recursive: true });
+      writeFileSync(join(d, 'summary.json'), '{}');
+    }
+    await writeResultsDir(save, result, ctx, { reportText: '', json: {} });
+    expect(existsSync(ours)).toBe(false);
+    expect(existsSync(othersGone)).toBe(false);
+    expect(existsSync(othersLive)).toBe(true); // a live run's, into another folder
   });
 
   it('keeps a hostile model id inside the save directory', async () => {

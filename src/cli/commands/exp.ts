@@ -10,7 +10,8 @@ import type { EngineContext } from '../../engine/types.js';
 import type { ExperimentFile, Experiment as ExperimentEntry } from '../../output/exp-config.js';
 import type { ImageOverrides } from '../../output/plan.js';
 import type { Mode, RankedCandidate, SearchResult, SearchRestrict } from '../../search/types.js';
-import { safeSegment, insideDir } from '../../output/naming.js';
+import { uniqueSegment, insideDir } from '../../output/naming.js';
+import type { Dtype } from '../../inputs/types.js';
 import { explain, noFeasibleMessage } from '../../search/explain.js';
 import { ExitCode, InferplanError, InputError } from '../../util/errors.js';
 
@@ -198,8 +199,8 @@ export const AIC_MODEL_NAMES: Readonly<Record<string, string>> = {
 
 const AIC_WORKERS = ['worker_config', 'prefill_worker_config', 'decode_worker_config'];
 
-/** Search lists from an aiconfigurator `config:` block go to `add` (prefill and decode lists merge there); the rest is listed as ignored. */
-function aicSearchLists(config: unknown, prefix: string, ignored: string[], add: (key: string, values: unknown[]) => void): void {
+/** Search lists from an aiconfigurator `config:` block go to `add` (prefill and decode lists merge there), quant modes to `quant`; the rest is listed as ignored. */
+function aicSearchLists(config: unknown, prefix: string, ignored: string[], add: (key: string, values: unknown[]) => void, quant: QuantCollector): void {
   if (!config || typeof config !== 'object') return;
   for (const [key, w] of Object.entries(config as Record<string, unknown>)) {
     if (!AIC_WORKERS.includes(key) || !w || typeof w !== 'object') {
@@ -207,6 +208,7 @@ function aicSearchLists(config: unknown, prefix: string, ignored: string[], add:
       continue;
     }
     for (const [k, v] of Object.entries(w as Record<string, unknown>)) {
+      if (quant.take(k, v, `${prefix}.${key}.${k}`)) continue;
       const ours = AIC_LISTS[k];
       if (!ours || !Array.isArray(v)) {
         ignored.push(`${prefix}.${key}.${k}`);
@@ -214,6 +216,70 @@ function aicSearchLists(config: unknown, prefix: string, ignored: string[], add:
       }
       add(ours, v);
     }
+  }
+}
+
+/** aiconfigurator GEMM (and MoE) quant modes and the weight dtype they are here. Modes absent are refused. */
+export const AIC_GEMM_QUANT: Readonly<Record<string, Dtype>> = {
+  bfloat16: 'bfloat16',
+  float16: 'float16',
+  fp8: 'fp8',
+  fp8_static: 'fp8',
+  fp8_ootb: 'fp8',
+  fp8_block: 'fp8_block',
+  nvfp4: 'nvfp4',
+  mxfp4: 'mxfp4',
+  w4a16_mxfp4: 'mxfp4',
+  int8_wo: 'int8_wo',
+  int4_wo: 'int4_wo',
+};
+
+/** aiconfigurator KV-cache quant modes and the KV dtype they are here (int8 KV is not modelled: refused). */
+export const AIC_KV_QUANT: Readonly<Record<string, Dtype>> = { bfloat16: 'bfloat16', float16: 'float16', fp8: 'fp8' };
+
+/**
+ * Quant modes of one aiconfigurator experiment (`gemm_quant_mode`, `kvcache_quant_mode`, `moe_quant_mode`, with
+ * or without a prefill_/decode_ prefix, flat or under `config.*worker_config`) become our weight_dtype and
+ * kv_cache_dtype. Here one weight dtype covers GEMMs and MoE experts, and one KV dtype all workers: roles that
+ * disagree, or a mode with no counterpart here, are refused (InputError, exit 2) rather than planned with
+ * another format. A MoE mode that differs from the GEMM mode (gpt-oss: bfloat16 GEMMs, mxfp4 experts) cannot be
+ * expressed by one override: the checkpoint's formats are used and the key is reported as ignored.
+ */
+class QuantCollector {
+  private readonly slots: Partial<Record<'weight' | 'moe' | 'kv', { dtype: Dtype; where: string }>> = {};
+  constructor(private readonly path: string) {}
+
+  /** True when `key` is a quant-mode key (taken, or ignored when it has no bearing here). */
+  take(key: string, value: unknown, where: string): boolean {
+    const m = /^(?:prefill_|decode_|agg_)?(gemm|moe|kvcache|fmha|comm)_quant_mode$/.exec(key);
+    if (!m) return false;
+    if (value === null || value === undefined) return true;
+    const kind = m[1]!;
+    if (kind === 'fmha' || kind === 'comm') return true; // attention math and collectives follow the KV and weight dtypes here
+    const v = String(value).toLowerCase();
+    const table = kind === 'kvcache' ? AIC_KV_QUANT : AIC_GEMM_QUANT;
+    const dtype = table[v];
+    if (!dtype) {
+      throw new InputError(`${this.path}: ${where} "${value}" has no counterpart here (accepted: ${Object.keys(table).join(', ')}); use one of those or drop the key to plan the checkpoint's format`);
+    }
+    const slot = kind === 'kvcache' ? 'kv' : kind === 'moe' ? 'moe' : 'weight';
+    const prev = this.slots[slot];
+    if (prev && prev.dtype !== dtype) {
+      throw new InputError(`${this.path}: ${prev.where} (${prev.dtype}) and ${where} (${dtype}) differ; an experiment here has one ${slot === 'kv' ? 'KV-cache' : 'weight'} dtype for all its workers`);
+    }
+    this.slots[slot] ??= { dtype, where };
+    return true;
+  }
+
+  /** Set weight_dtype / kv_cache_dtype on the converted entry; a MoE mode that one override cannot carry goes to `ignored`. */
+  apply(out: Record<string, unknown>, ignored: string[]): void {
+    const { weight, moe, kv } = this.slots;
+    if (weight) out.weight_dtype = weight.dtype;
+    if (moe && moe.dtype !== weight?.dtype) {
+      if (weight) delete out.weight_dtype;
+      ignored.push(`${moe.where} (${moe.dtype} experts with ${weight ? `${weight.dtype} GEMMs` : 'no GEMM mode'}: one weight dtype covers both here, so the checkpoint's formats are used)`);
+    }
+    if (kv) out.kv_cache_dtype = kv.dtype;
   }
 }
 
@@ -234,6 +300,7 @@ export function convertAicExperiments(doc: unknown, path: string): { experiments
     const x = e as Record<string, unknown>;
     const out: Record<string, unknown> = { name };
     const lists: Record<string, Set<number>> = {};
+    const quant = new QuantCollector(path);
     const addList = (key: string, v: unknown): void => {
       const set = (lists[key] ??= new Set());
       if (Array.isArray(v)) for (const n of v) if (typeof n === 'number') set.add(n);
@@ -245,6 +312,7 @@ export function convertAicExperiments(doc: unknown, path: string): { experiments
         addList(candidates[1]!, v);
         continue;
       }
+      if (quant.take(k, v, `${name}.${k}`)) continue;
       switch (k) {
         case 'serving_mode': out.mode = v; break;
         case 'model_name': case 'model_path': case 'prefill_model_path': case 'decode_model_path':
@@ -259,7 +327,7 @@ export function convertAicExperiments(doc: unknown, path: string): { experiments
           if (v !== null && v !== undefined) out[k] = v;
           break;
         case 'config':
-          aicSearchLists(v, `${name}.config`, ignored, addList);
+          aicSearchLists(v, `${name}.config`, ignored, addList, quant);
           break;
         default:
           // `mode: patch|replace` only says how `config` applies to aiconfigurator's defaults.
@@ -268,6 +336,7 @@ export function convertAicExperiments(doc: unknown, path: string): { experiments
     }
     const search = Object.entries(lists).filter(([, set]) => set.size > 0);
     if (search.length) out.search = Object.fromEntries(search.map(([key, set]) => [key, [...set].sort((a, b) => a - b)]));
+    quant.apply(out, ignored);
     // aiconfigurator's defaults (backend trtllm, workload and SLA of `cli default`) keep their meaning.
     out.backend ??= 'trtllm';
     out.isl ??= DEFAULTS.isl;
@@ -358,7 +427,7 @@ Exit status: 0 when every experiment has a configuration that meets its SLA, 3 w
 
 Examples:
   configure exp --yaml experiments.yaml
-  configure exp --yaml results/Qwen--Qwen3-32B_h200_sxm_vllm_isl4000_osl500_ttft600_tpot16.67/agg/exp_config.yaml --json
+  configure exp --yaml results/Qwen--Qwen3-32B_h200_sxm_vllm_gpus8_isl4000_osl500_ttft600_tpot16.67_<hash>/agg/exp_config.yaml --json
   configure cli exp --yaml_path aiconfigurator_exps.yaml`,
   );
   cmd.action(async (opts: Record<string, unknown>) =>
@@ -396,7 +465,7 @@ Examples:
         const reportText = renderReport(result, { color: false });
         const json = searchToJson(result);
         if (opts.saveDir) {
-          const dir = insideDir(opts.saveDir as string, safeSegment(exp.name));
+          const dir = insideDir(opts.saveDir as string, uniqueSegment(exp.name));
           row.savedTo = await writeResultsDir(dir, result, ctx, {
             force: opts.force as boolean | undefined,
             dynamoVersion: opts.dynamoVersion as string | undefined,
