@@ -52,7 +52,29 @@ export interface BackendProfile {
   lockstep?: boolean;
   /** Whether KV blocks are allocated as sequences grow (vLLM, SGLang) rather than reserved for isl+osl up front. */
   kvOnDemand: boolean;
-  /** Whether the engine can run MoE with attention DP and moe_tp > 1 at the same time. */
+  /**
+   * How the engine's flags split the experts over the tp x dp GPUs of a pipeline stage. 'all_or_nothing': one
+   * switch makes every GPU of the group expert parallel or leaves the experts tensor parallel over all of them
+   * (vLLM: --enable-expert-parallel gives EP = tp x dp with expert TP 1, without it expert TP = tp x dp, as its
+   * data-parallel deployment guide states). 'any': an expert-parallel width that divides tp x dp, the rest
+   * sharding each expert (SGLang --ep-size with moe TP = tp-size / ep-size; TRT-LLM moe_expert_parallel_size x
+   * moe_tensor_parallel_size = tensor_parallel_size).
+   */
+  expertSplit: 'all_or_nothing' | 'any';
+  /**
+   * Whether each attention-DP rank can itself shard attention by tp. vLLM (--tensor-parallel-size per
+   * --data-parallel-size rank) and SGLang (--tp-size tp x dp with --dp-size dp: attention TP = tp-size / dp-size)
+   * can; TRT-LLM's enable_attention_dp makes every one of tensor_parallel_size ranks an attention rank of its
+   * own (Dynamo's TRT-LLM guide: attention_dp_size = tensor_parallel_size), so attention DP runs tp 1.
+   */
+  tpWithAttentionDp: boolean;
+  /** Whether pipeline parallelism combines with attention DP (TRT-LLM's attention DP runs one stage). */
+  ppWithAttentionDp: boolean;
+  /**
+   * Whether attention DP is offered with experts tensor parallel (moe_tp > 1). vLLM would run it (no
+   * --enable-expert-parallel: expert TP = tp x dp), but none of its measured runs has that layout to check the
+   * price against; not offered until one does.
+   */
   moeDpWithMoeTp: boolean;
   /** Whether disaggregated prefill and decode must use the same TP size. */
   disaggSameTp: boolean;
@@ -145,6 +167,9 @@ const BASE: Record<Backend, Omit<BackendProfile, 'version'>> = {
     ttftMsPerStream: 0.5,
     mixesPrefill: true,
     kvOnDemand: true,
+    expertSplit: 'all_or_nothing',
+    tpWithAttentionDp: true,
+    ppWithAttentionDp: true,
     moeDpWithMoeTp: false,
     disaggSameTp: false,
     kernelAsMeasured: ['nvfp4'],
@@ -175,6 +200,9 @@ const BASE: Record<Backend, Omit<BackendProfile, 'version'>> = {
     outputLagSteps: 1,
     mixesPrefill: false,
     kvOnDemand: true,
+    expertSplit: 'any',
+    tpWithAttentionDp: true,
+    ppWithAttentionDp: true,
     moeDpWithMoeTp: true,
     disaggSameTp: true,
     kernelAsMeasured: ['nvfp4'],
@@ -204,6 +232,9 @@ const BASE: Record<Backend, Omit<BackendProfile, 'version'>> = {
     outputLagSteps: 1,
     mixesPrefill: true,
     kvOnDemand: false,
+    expertSplit: 'any',
+    tpWithAttentionDp: false,
+    ppWithAttentionDp: false,
     moeDpWithMoeTp: true,
     disaggSameTp: false,
     // The autotuner picks each quantized GEMM / MoE tactic per shape, and norms emit quantized activations.

@@ -31,16 +31,33 @@ export function layoutRule(ctx: EngineContext, layout: ParallelLayout, role: 'ag
     // An expert-parallel width that does not divide the experts runs with redundant expert slots (EPLB),
     // priced as ceil(experts / moe_ep) experts per GPU; one wider than the experts leaves GPUs idle.
     if (moeEp > m.moe.numExperts) return `moe_ep ${moeEp} exceeds the ${m.moe.numExperts} experts of ${m.id}`;
-    const prof = profileOf(ctx);
-    if (!prof.moeDpWithMoeTp && dp > 1 && moeTp > 1) {
-      return `${ctx.backend} cannot combine attention data parallelism (dp ${dp}) with expert tensor parallelism (moe_tp ${moeTp}); use moe_ep = tp x dp`;
-    }
   } else {
     if (dp > 1) return `attention data parallelism (dp ${dp}) applies to MoE models only; use more replicas for ${m.id}`;
     if (moeTp * moeEp !== 1 && moeTp * moeEp !== tp) return `moe_tp/moe_ep apply to MoE models only`;
   }
-  if (ctx.backend === 'trtllm' && pp > 1 && dp > 1) return 'trtllm does not combine pipeline parallelism with attention data parallelism';
   void role;
+  return expressRule(ctx, layout);
+}
+
+/**
+ * Why the engine's flags cannot deploy the layout as priced, or null when they can: the one place that says
+ * which (tp, pp, dp, moe_tp, moe_ep) each engine runs, read from its profile. The search enumerates only
+ * layouts this accepts; `estimate`, `support` and the engine arguments meet the same answer.
+ */
+export function expressRule(ctx: EngineContext, layout: ParallelLayout): string | null {
+  const { tp, pp, dp, moeTp, moeEp } = layout;
+  const prof = profileOf(ctx);
+  if (dp > 1 && !prof.tpWithAttentionDp && tp > 1) {
+    return `${ctx.backend} runs attention data parallelism with attention tp 1 on every rank (enable_attention_dp over tensor_parallel_size ranks); tp ${tp} with dp ${dp} cannot be deployed, use tp 1 dp ${tp * dp}`;
+  }
+  if (dp > 1 && !prof.ppWithAttentionDp && pp > 1) return `${ctx.backend} does not combine pipeline parallelism with attention data parallelism`;
+  if (ctx.model.moe && !prof.moeDpWithMoeTp && dp > 1 && moeTp > 1) {
+    return `${ctx.backend} attention data parallelism (dp ${dp}) is offered with expert parallelism only (moe_ep = tp x dp = ${tp * dp}); no measured run prices its experts tensor parallel (moe_tp ${moeTp}) beside it`;
+  }
+  if (ctx.model.moe && prof.expertSplit === 'all_or_nothing' && moeTp > 1 && moeEp > 1) {
+    const w = tp * dp;
+    return `${ctx.backend} makes the experts expert parallel over all tp x dp = ${w} GPUs (--enable-expert-parallel: moe_tp 1, moe_ep ${w}) or tensor parallel over all of them (moe_tp ${w}, moe_ep 1); moe_tp ${moeTp} x moe_ep ${moeEp} cannot be deployed`;
+  }
   return null;
 }
 

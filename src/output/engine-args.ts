@@ -79,6 +79,7 @@ export function flagVars(plan: DeployPlan, g: WorkerGroup, ports: WorkerPorts = 
     tp_x_dp: l.tp * l.dp,
     batch_size: perSchedulerBatch(plan.backend, g),
     max_num_tokens: g.maxNumTokens,
+    max_num_tokens_x_dp: g.maxNumTokens * l.dp,
     token_budget: tokenBudget(plan.backend, g),
     max_model_len: plan.maxModelLen,
     // On demand: TRT-LLM's worker flags never name it, only its engine YAML does.

@@ -30,7 +30,7 @@ export type Condition = (typeof CONDITIONS)[number];
 
 /** Values a flag or engine-config key can take. */
 export const VALUE_KEYS = [
-  'model', 'role', 'tp', 'pp', 'dp', 'moe_tp', 'moe_ep', 'tp_x_dp', 'batch_size', 'max_num_tokens', 'token_budget',
+  'model', 'role', 'tp', 'pp', 'dp', 'moe_tp', 'moe_ep', 'tp_x_dp', 'batch_size', 'max_num_tokens', 'max_num_tokens_x_dp', 'token_budget',
   'max_model_len', 'kv_cache_dtype', 'quantization', 'engine_config_path', 'engine_port', 'bootstrap_port',
   'kv_event_port', 'nixl_side_channel_port', 'node_count', 'node_rank', 'adp_balance_timeout_iters',
 ] as const;

@@ -1,5 +1,6 @@
 // The search space: parallel layouts within a GPU budget, batch-size grids and token budgets.
 import type { EngineContext, ParallelLayout } from '../engine/types.js';
+import { expressRule } from '../engine/rules.js';
 import type { SearchRestrict } from './types.js';
 import { gpusOf } from './port.js';
 
@@ -21,7 +22,10 @@ export function maxTp(ctx: EngineContext, budget: number): number {
 
 /**
  * Layouts of one model instance that fit in `budget` GPUs. Dense: tp x pp. MoE: also attention dp and the
- * (moe_tp, moe_ep) splits of tp*dp. PP may span nodes (the engine prices the inter-node hop).
+ * (moe_tp, moe_ep) splits of tp*dp. PP may span nodes (the engine prices the inter-node hop). Only layouts the
+ * engine's flags can deploy as priced (`expressRule`) are offered: vLLM's experts are all expert parallel or all
+ * tensor parallel, TRT-LLM's attention DP runs tp 1 in one pipeline stage. A search the user pinned to some
+ * layout values keeps the others, so that the engine's refusal says why they are not offered.
  */
 export function enumerateLayouts(ctx: EngineContext, budget: number, restrict?: SearchRestrict): ParallelLayout[] {
   const out: ParallelLayout[] = [];
@@ -32,6 +36,7 @@ export function enumerateLayouts(ctx: EngineContext, budget: number, restrict?: 
   );
   const moe = ctx.model.moe !== undefined;
   const dps = moe ? allowed(powersOfTwo(Math.min(budget, 64)), restrict?.dp) : [1];
+  const pinned = [restrict?.tp, restrict?.pp, restrict?.dp, restrict?.moeTp, restrict?.moeEp].some((v) => v !== undefined && v.length > 0);
   for (const tp of tps) {
     for (const dp of dps) {
       if (tp * dp > budget) continue;
@@ -48,7 +53,9 @@ export function enumerateLayouts(ctx: EngineContext, budget: number, restrict?: 
           if (restrict?.moeEp?.length && !restrict.moeEp.includes(moeEp)) continue;
           // Deployments we write place whole experts evenly (no redundant-expert flags): widths that divide them.
           if (ctx.model.moe!.numExperts % moeEp !== 0) continue;
-          out.push({ tp, pp, dp, moeTp, moeEp });
+          const layout = { tp, pp, dp, moeTp, moeEp };
+          if (!pinned && expressRule(ctx, layout) !== null) continue;
+          out.push(layout);
         }
       }
     }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { estimateDisagg, isRefusal } from '../../src/engine/index.js';
+import { estimateDisagg, isRefusal, layoutRule } from '../../src/engine/index.js';
 import { DISAGG_HANDOFF_MS, disaggMemory, disaggPoint, prefillBatchCap, sizeUnrecordedPools, wideEpLayout } from '../../src/engine/disagg.js';
 import { backendProfile, streamTtftMs } from '../../src/engine/backends.js';
 import { AGG_ROW_MTP_ACCEPTANCE, MTP_ACCEPTANCE, acceptedPerStep, decodeTpotMs, rowSpeculation } from '../../src/engine/speculation.js';
@@ -67,9 +67,10 @@ describe('recorded layouts and deployments', () => {
     expect([wide.tp, wide.dp, wide.moeTp, wide.moeEp]).toEqual([1, 72, 1, 72]);
     const ep = wideEpLayout(ds, pool(32, 64, 1, { moeTp: 1, moeEp: 32 }));
     expect([ep.tp, ep.dp, ep.moeEp]).toEqual([1, 32, 32]);
-    // vLLM cannot run attention dp with expert tp: the record stands.
-    const v = wideEpLayout({ ...ds, backend: 'vllm', version: '0.12.0' }, pool(16, 64, 1, { moeTp: 4, moeEp: 4 }));
-    expect([v.tp, v.dp]).toEqual([16, 1]);
+    // vLLM runs neither a mixed expert split nor attention dp with expert tp: the estimate refuses such a record.
+    const vllm = { ...ds, backend: 'vllm' as const, version: '0.12.0' };
+    const v = wideEpLayout(vllm, pool(16, 64, 1, { moeTp: 4, moeEp: 4 }));
+    expect(layoutRule(vllm, v, 'decode')).not.toBeNull();
     const board = wideEpLayout(ds, pool(8, 64, 1, { moeTp: 1, moeEp: 8 }));
     expect([board.tp, board.dp]).toEqual([8, 1]);
     const dense = testCtx('meta-llama/Llama-3.1-70B');

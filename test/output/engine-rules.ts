@@ -154,7 +154,8 @@ export function checkManifest(text: string, exp: Expect): string[] {
     } else if (exp.backend === 'sglang') {
       if (num('--tp-size') * num('--pp-size') !== want.gpus) errors.push(`${name}: tp-size*pp-size != gpus`);
       if (num('--max-running-requests') !== want.batch) errors.push(`${name}: --max-running-requests != simulated batch`);
-      if (num('--chunked-prefill-size') !== want.tokens) errors.push(`${name}: token budget`);
+      // DP attention divides the worker's chunk among its ranks (SGLang server_args).
+      if (num('--chunked-prefill-size') !== want.tokens * want.dp) errors.push(`${name}: token budget`);
       if (num('--context-length') < exp.isl + exp.osl) errors.push(`${name}: context-length`);
       if (!['auto', 'fp8_e4m3', 'fp8_e5m2'].includes(String(f.get('--kv-cache-dtype')))) errors.push(`${name}: kv dtype`);
       if (role !== 'agg' && (f.get('--disaggregation-mode') !== role || f.get('--disaggregation-transfer-backend') !== 'nixl')) errors.push(`${name}: disagg flags`);
@@ -192,4 +193,166 @@ export function checkManifest(text: string, exp: Expect): string[] {
   }
   if (exp.backend === 'sglang' && tpByRole.prefill && tpByRole.prefill !== tpByRole.decode) errors.push('sglang disagg needs the same tp-size for prefill and decode');
   return errors;
+}
+
+type WorkerLayout = Omit<DeployedWorker, 'service' | 'role' | 'replicas' | 'gpus'>;
+
+/** What one worker group of a manifest deploys, read back the way its engine reads its flags. */
+export interface DeployedWorker {
+  service: string;
+  role: string;
+  replicas: number;
+  /** GPUs of one worker: the pod's GPU limit times its nodes. */
+  gpus: number;
+  tp: number;
+  pp: number;
+  /** Attention data-parallel ranks. */
+  dp: number;
+  moeTp: number;
+  moeEp: number;
+  /** Running sequences one scheduler admits (vLLM and TRT-LLM: per attention-DP rank; SGLang: per worker). */
+  batch: number;
+  /** Tokens one attention-DP rank takes into a step. */
+  tokens: number;
+}
+
+function count(v: unknown, what: string, fallback?: number): number {
+  if (v === undefined && fallback !== undefined) return fallback;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`${what}: not a positive integer (${String(v)})`);
+  return n;
+}
+
+/**
+ * The layout a worker runs, from its arguments (and TRT-LLM's engine YAML), by each engine's documented
+ * semantics rather than the generator's own mapping:
+ * - vLLM: --tensor-parallel-size per --data-parallel-size rank; experts form one group of tp x dp GPUs, all
+ *   expert parallel with --enable-expert-parallel, else all tensor parallel.
+ * - SGLang: --tp-size counts the GPUs of a stage; --enable-dp-attention splits them into --dp-size attention
+ *   groups; experts run --ep-size-way expert parallel and tp-size / ep-size-way tensor parallel; DP attention
+ *   divides --chunked-prefill-size among the ranks.
+ * - TRT-LLM: tensor_parallel_size GPUs per stage; enable_attention_dp makes each one an attention rank (tp 1);
+ *   moe_expert_parallel_size x moe_tensor_parallel_size split the experts (tensor parallel when unset).
+ */
+function readWorker(args: string[], backend: 'vllm' | 'sglang' | 'trtllm', configOf: (file: string) => string | undefined, where: string): WorkerLayout {
+  const f = flagMap(args);
+  const flag = (k: string, fallback?: number) => count(f.get(k), `${where} ${k}`, fallback);
+  if (backend === 'vllm') {
+    const tp = flag('--tensor-parallel-size', 1);
+    const dp = flag('--data-parallel-size', 1);
+    const ep = f.get('--enable-expert-parallel') === true;
+    return {
+      tp, pp: flag('--pipeline-parallel-size', 1), dp, moeTp: ep ? 1 : tp * dp, moeEp: ep ? tp * dp : 1,
+      batch: flag('--max-num-seqs'), tokens: flag('--max-num-batched-tokens'),
+    };
+  }
+  if (backend === 'sglang') {
+    const size = flag('--tp-size', 1);
+    const dpAttention = f.get('--enable-dp-attention') === true;
+    if (f.has('--dp-size') && !dpAttention) throw new Error(`${where}: --dp-size without --enable-dp-attention runs replicas, not attention ranks`);
+    const dp = dpAttention ? flag('--dp-size') : 1;
+    const ep = flag('--ep-size', 1);
+    if (size % dp !== 0 || size % ep !== 0) throw new Error(`${where}: --tp-size ${size} is not a multiple of --dp-size ${dp} and --ep-size ${ep}`);
+    const chunk = flag('--chunked-prefill-size');
+    if (chunk % dp !== 0) throw new Error(`${where}: --chunked-prefill-size ${chunk} does not split over ${dp} ranks`);
+    return { tp: size / dp, pp: flag('--pp-size', 1), dp, moeTp: size / ep, moeEp: ep, batch: flag('--max-running-requests'), tokens: chunk / dp };
+  }
+  const file = String(f.get('--extra-engine-args')).split('/').pop()!;
+  const raw = configOf(file);
+  if (typeof raw !== 'string') throw new Error(`${where}: no engine config ${file}`);
+  const cfg = YAML.parse(raw) as Record<string, any>;
+  const size = count(cfg.tensor_parallel_size, `${file} tensor_parallel_size`, 1);
+  const adp = cfg.enable_attention_dp === true;
+  const ep = cfg.moe_expert_parallel_size === undefined ? undefined : count(cfg.moe_expert_parallel_size, `${file} moe_expert_parallel_size`);
+  const etp = cfg.moe_tensor_parallel_size === undefined ? undefined : count(cfg.moe_tensor_parallel_size, `${file} moe_tensor_parallel_size`);
+  const moeEp = ep ?? (etp !== undefined ? size / etp : 1);
+  const moeTp = etp ?? size / moeEp;
+  if (moeTp * moeEp !== size) throw new Error(`${file}: moe_tensor_parallel_size x moe_expert_parallel_size ${moeTp}x${moeEp} != tensor_parallel_size ${size}`);
+  return {
+    tp: adp ? 1 : size, pp: count(cfg.pipeline_parallel_size, `${file} pipeline_parallel_size`, 1), dp: adp ? size : 1,
+    moeTp, moeEp, batch: count(cfg.max_batch_size, `${file} max_batch_size`), tokens: count(cfg.max_num_tokens, `${file} max_num_tokens`),
+  };
+}
+
+/** Each worker group of a DynamoGraphDeployment (TRT-LLM engine YAML from its ConfigMap). */
+export function deployedWorkers(text: string, backend: 'vllm' | 'sglang' | 'trtllm'): DeployedWorker[] {
+  const docs = YAML.parseAllDocuments(text).map((d) => d.toJS() as Record<string, any>);
+  const dgd = docs.find((d) => d.kind === 'DynamoGraphDeployment');
+  if (!dgd) throw new Error('no DynamoGraphDeployment');
+  const cm = docs.find((d) => d.kind === 'ConfigMap');
+  const out: DeployedWorker[] = [];
+  for (const [service, s] of Object.entries(servicesOf(dgd))) {
+    if (s.componentType !== 'worker') continue;
+    const gpus = count(s.resources?.limits?.gpu, `${service} gpu limit`) * count(s.multinode?.nodeCount, `${service} nodes`, 1);
+    const layout = readWorker(s.extraPodSpec.mainContainer.args as string[], backend, (file) => cm?.data?.[file], service);
+    out.push({ service, role: roleOf(service), replicas: count(s.replicas, `${service} replicas`, 1), gpus, ...layout });
+  }
+  return out;
+}
+
+/** Shell words of a command line: quotes removed, backslash-newlines joined, variables kept as written. */
+function shellWords(text: string): string[] {
+  const words: string[] = [];
+  let cur = '';
+  let has = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i]!;
+    if (ch === "'") {
+      const j = text.indexOf("'", i + 1);
+      cur += text.slice(i + 1, j);
+      has = true;
+      i = j;
+    } else if (ch === '"') {
+      const j = text.indexOf('"', i + 1);
+      cur += text.slice(i + 1, j);
+      has = true;
+      i = j;
+    } else if (ch === '\\' && text[i + 1] === '\n') {
+      i++;
+    } else if (/\s/.test(ch)) {
+      if (has) words.push(cur);
+      cur = '';
+      has = false;
+    } else {
+      cur += ch;
+      has = true;
+    }
+  }
+  if (has) words.push(cur);
+  return words;
+}
+
+const LAUNCH_FLAGS = new Set(['--nnodes', '--node-rank', '--master-addr', '--dist-init-addr']);
+
+/** Each engine worker command of the bare-metal scripts, with its role and the layout it runs. */
+export function scriptWorkers(
+  scripts: Array<{ name: string; content: string }>,
+  configs: Array<{ name: string; content: string }>,
+  backend: 'vllm' | 'sglang' | 'trtllm',
+): Array<WorkerLayout & { script: string; role: string }> {
+  const out: Array<WorkerLayout & { script: string; role: string }> = [];
+  const module = `dynamo.${backend}`;
+  for (const s of scripts) {
+    const lines = s.content.split('\n');
+    for (let i = 0; i < lines.length; i++) {
+      if (!lines[i]!.includes(`-m ${module}`)) continue;
+      let cmd = lines[i]!;
+      while (cmd.endsWith('\\') && i + 1 < lines.length) cmd = `${cmd.slice(0, -1)} ${lines[++i]!}`;
+      const words = shellWords(cmd);
+      const at = words.indexOf(module);
+      const args = words.slice(at + 1).filter((w) => w !== '&');
+      // Leave out the launch flags of a worker spread over nodes (with their values): they place, not shape, it.
+      const own: string[] = [];
+      for (let k = 0; k < args.length; k++) {
+        if (LAUNCH_FLAGS.has(args[k]!)) k++;
+        else if (args[k] !== '--headless') own.push(args[k]!);
+      }
+      const f = flagMap(own);
+      const mode = f.get('--disaggregation-mode');
+      const role = typeof mode === 'string' ? mode : f.has('--is-prefill-worker') ? 'prefill' : f.has('--is-decode-worker') ? 'decode' : 'agg';
+      const layout = readWorker(own, backend, (file) => configs.find((c) => c.name === file)?.content, `${s.name}:${i + 1}`);
+      out.push({ script: s.name, role, ...layout });
+    }
+  }
+  return out;
 }
