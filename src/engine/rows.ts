@@ -12,6 +12,7 @@ import { rowSpeculation } from './speculation.js';
 import { parse } from 'csv-parse/sync';
 import { z } from 'zod';
 import { InputError } from '../util/errors.js';
+import { quote } from '../util/text.js';
 
 export type Row = Record<string, string>;
 
@@ -71,7 +72,7 @@ export function checkRowNumbers(row: Row, where: string): void {
   const col = String(issue.path[0]);
   const v = row[col];
   const want = col === 'isl' || col === 'osl' ? `a positive number up to ${MAX_CELL}` : `blank or a non-negative number up to ${MAX_CELL}`;
-  throw new InputError(`${where}, column "${col}": ${v === undefined ? 'missing' : JSON.stringify(v)} is not ${want}`);
+  throw new InputError(`${where}, column "${col}": ${v === undefined ? 'missing' : quote(v)} is not ${want}`);
 }
 
 const QUANT: Record<string, Dtype> = {
@@ -127,7 +128,7 @@ export function rowDtypes(row: Row, model: ModelSpec): { gemmDtype: Dtype; moeDt
 const int = (row: Row, col: string, d = 1): number => {
   const v = row[col];
   if (v === undefined || v.trim() === '') return d;
-  if (!numberText(v)) throw new InputError(`column "${col}": ${JSON.stringify(v)} is not a number`);
+  if (!numberText(v)) throw new InputError(`column ${quote(col)}: ${quote(v)} is not a number`);
   const n = Number(v);
   return n > 0 ? Math.round(n) : d;
 };

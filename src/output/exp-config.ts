@@ -5,6 +5,8 @@ import { z } from 'zod';
 import type { EngineContext } from '../engine/types.js';
 import type { Mode, SearchInputs } from '../search/types.js';
 import { InputError } from '../util/errors.js';
+import { quote } from '../util/text.js';
+import { yamlToJS } from '../util/yaml.js';
 import { BACKENDS, DTYPES } from '../inputs/types.js';
 import type { ImageComponent, ImageOverrides } from './plan.js';
 
@@ -53,7 +55,7 @@ export const experimentFileSchema = z
   .superRefine((f, ctx) => {
     const seen = new Set<string>();
     f.experiments.forEach((e, i) => {
-      if (seen.has(e.name)) ctx.addIssue({ code: 'custom', path: ['experiments', i, 'name'], message: `duplicate experiment name "${e.name}"` });
+      if (seen.has(e.name)) ctx.addIssue({ code: 'custom', path: ['experiments', i, 'name'], message: `duplicate experiment name ${quote(e.name)}` });
       seen.add(e.name);
       if (e.prefix >= e.isl) ctx.addIssue({ code: 'custom', path: ['experiments', i, 'prefix'], message: `prefix (${e.prefix}) must be smaller than isl (${e.isl})` });
     });
@@ -71,7 +73,7 @@ export function parseExperimentFile(text: string, path: string): ExperimentFile 
     const pos = lines.linePos(err.pos[0]);
     throw new InputError(`${path}:${pos.line}: not valid YAML (${err.message.split('\n')[0]})`);
   }
-  const result = experimentFileSchema.safeParse(doc.toJS());
+  const result = experimentFileSchema.safeParse(yamlToJS(doc, path));
   if (result.success) return result.data;
   const issue = result.error.issues[0];
   const at = (node: Node | null | undefined): string => {
@@ -88,7 +90,7 @@ export function parseExperimentFile(text: string, path: string): ExperimentFile 
       keyNode = pair?.key as Node | undefined;
     }
     const where = [...parentPath, key].join('.');
-    throw new InputError(`${path}${at(keyNode ?? (parent as Node))}: unknown key "${where}"; accepted: ${acceptedKeys(parentPath)}`);
+    throw new InputError(`${path}${at(keyNode ?? (parent as Node))}: unknown key ${quote(where)}; accepted: ${acceptedKeys(parentPath)}`);
   }
   const node = doc.getIn(parentPath, true) as Node | undefined;
   let target = node;

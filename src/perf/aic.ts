@@ -3,6 +3,7 @@
 import { readdirSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { Backend, SystemSpec } from '../inputs/types.js';
+import { InferplanError, InputError } from '../util/errors.js';
 import { versionDistance } from '../util/versions.js';
 import { moeKernelRoles, type MoeKernelRole } from './fit.js';
 import { OpTable } from './grid.js';
@@ -91,16 +92,32 @@ export async function loadAicTables(sysDir: string, system: SystemSpec, backend:
     for (const d of dirs)
       for (const file of readdirSync(d.dir).filter((f) => f.endsWith('.parquet')).sort()) {
         const t: RefTable = { system: basename(sysDir), family, framework: d.framework, version: d.version, file, path: join(d.dir, file) };
-        const got = await readRefTable(t);
+        let got: Awaited<ReturnType<typeof readRefTable>>;
+        try {
+          got = await readRefTable(t);
+        } catch (err) {
+          // A file that is not parquet, is truncated, or lacks the columns its name promises.
+          if (err instanceof InferplanError) throw err;
+          throw new InputError(`${t.path}: unreadable parquet table (${err instanceof Error ? err.message.split('\n')[0] : String(err)})`);
+        }
         if (!got) continue;
+        for (const [i, row] of got.rows.entries())
+          for (const [col, v] of Object.entries(row))
+            if (typeof v === 'number' && !Number.isFinite(v)) throw new InputError(`${t.path}: row ${i + 1}: ${col} is not a number`);
         const l = rowsByOp.get(got.op) ?? [];
-        l.push(...got.rows);
+        for (const row of got.rows) l.push(row); // spreading a large file's rows overflows the call stack
         rowsByOp.set(got.op, l);
       }
   }
   for (const [op, rows0] of rowsByOp) {
     const rows = op === 'moe' ? moeRowsFor(rows0, (role) => role === 'served', true) : rows0;
-    if (rows.length) tables.set(op, OpTable.fromRows(OP_SPECS[op], peaks, rows));
+    if (!rows.length) continue;
+    try {
+      tables.set(op, OpTable.fromRows(OP_SPECS[op], peaks, rows));
+    } catch (err) {
+      if (err instanceof InferplanError) throw err;
+      throw new InputError(`${sysDir}: ${op} tables unreadable (${err instanceof Error ? err.message.split('\n')[0] : String(err)})`);
+    }
   }
   return { version: chosen, tables };
 }

@@ -4,10 +4,11 @@
 //                kernel-data directory (<system>/<family>/<framework>/<version>/*.parquet)
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { parse as parseYaml } from 'yaml';
 import type { Backend, SystemSpec } from '../inputs/types.js';
-import { InputError, UnsupportedError } from '../util/errors.js';
+import { InferplanError, InputError, UnsupportedError } from '../util/errors.js';
+import { quote } from '../util/text.js';
 import { dataPath } from '../util/paths.js';
+import { parseYamlText } from '../util/yaml.js';
 import { OpTable } from './grid.js';
 import { RooflinePerfSource } from './roofline.js';
 import { acrossNodes, peaksOf, type Peaks } from './sol.js';
@@ -83,7 +84,7 @@ async function load(opts: LoadPerfOptions): Promise<PerfSource> {
   const dir = resolve(opts.perfData);
   if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new InputError(`--perf-data ${opts.perfData}: not a directory`);
   const fallback = ownDir ? openOurDir(ownDir, system, roofline) : roofline;
-  if (isOurDir(dir)) return openOurDir(dir, system, fallback);
+  if (isOurDir(dir)) return openOurDir(dir, system, fallback, true);
   const aicRoot = findAicSystemDir(dir, system);
   if (aicRoot) return await openAicDir(aicRoot, system, backend, version, fallback);
   throw new InputError(
@@ -101,7 +102,21 @@ export function tableDir(system: string, backend: string, version: string): stri
 function readMeta(dir: string): TableMeta | undefined {
   const p = join(dir, 'meta.yaml');
   if (!existsSync(p)) return undefined;
-  return parseYaml(readFileSync(p, 'utf8')) as TableMeta;
+  const meta = parseYamlText(readFileSync(p, 'utf8'), p);
+  // An empty file is no meta; anything else must be a mapping with string fields where the tables use them.
+  if (meta === null || meta === undefined) return undefined;
+  if (typeof meta !== 'object' || Array.isArray(meta)) throw new InputError(`${p}: expected a mapping (system, backend, version, kind, ...), got ${Array.isArray(meta) ? 'a list' : `a ${typeof meta}`}`);
+  const m = meta as Record<string, unknown>;
+  for (const k of ['system', 'backend', 'version', 'kind', 'calibrated_on', 'tables_from', 'generator'])
+    if (m[k] !== undefined && m[k] !== null && typeof m[k] !== 'string' && typeof m[k] !== 'number')
+      throw new InputError(`${p}: ${k} must be a string, got ${quote(m[k])}`);
+  if (m.gemm_unaligned_m !== undefined && m.gemm_unaligned_m !== null) {
+    const g = m.gemm_unaligned_m;
+    if (typeof g !== 'object' || Array.isArray(g)) throw new InputError(`${p}: gemm_unaligned_m must be a mapping of dtype to factor`);
+    for (const [d, f] of Object.entries(g as Record<string, unknown>))
+      if (typeof f !== 'number' || !Number.isFinite(f) || f <= 0) throw new InputError(`${p}: gemm_unaligned_m.${d} must be a positive number, got ${quote(f)}`);
+  }
+  return m as TableMeta;
 }
 
 function isOurDir(dir: string): boolean {
@@ -117,13 +132,14 @@ export function tableFiles(filesDir: string, peaks: Peaks): { has(op: OpName): b
   const packedPath = join(filesDir, PACKED_FILE);
   if (existsSync(packedPath)) {
     let packed: PackedTables | undefined;
-    const ops = (): PackedTables => (packed ??= readPacked(readFileSync(packedPath), packedPath));
+    const ops = (): PackedTables => (packed ??= asInputError(packedPath, () => readPacked(readFileSync(packedPath), packedPath)));
     return {
       has: (op) => ops().has(op),
-      table: (op) => {
-        const p = ops().get(op);
-        return p && p.keys.length ? OpTable.lazy(p.spec, peaks, p) : undefined;
-      },
+      table: (op) =>
+        asInputError(`${packedPath} (${op})`, () => {
+          const p = ops().get(op);
+          return p && p.keys.length ? OpTable.lazy(p.spec, peaks, p) : undefined;
+        }),
     };
   }
   return {
@@ -133,17 +149,32 @@ export function tableFiles(filesDir: string, peaks: Peaks): { has(op: OpName): b
       if (!existsSync(p)) return undefined;
       const rows = parseCsv(OP_SPECS[op], readFileSync(p, 'utf8'), p);
       if (rows.length === 0) return undefined;
-      return OpTable.fromRows(OP_SPECS[op], peaks, rows);
+      return asInputError(p, () => OpTable.fromRows(OP_SPECS[op], peaks, rows));
     },
   };
 }
 
-/** Open a directory in our format; ops without a file are answered by `fallback`. */
-function openOurDir(dir: string, system: SystemSpec, fallback: PerfSource): PerfSource {
+/** Run `f`; a failure that is not already an input error becomes one naming `where` (a corrupt file). */
+function asInputError<T>(where: string, f: () => T): T {
+  try {
+    return f();
+  } catch (err) {
+    if (err instanceof InferplanError) throw err;
+    throw new InputError(`${where}: unreadable table (${err instanceof Error ? err.message.split('\n')[0] : String(err)})`);
+  }
+}
+
+/**
+ * Open a directory in our format; ops without a file are answered by `fallback`. A user's directory (`eager`) is
+ * read whole at once, so a bad file is reported before any planning starts, whichever ops a run would ask for.
+ */
+function openOurDir(dir: string, system: SystemSpec, fallback: PerfSource, eager = false): PerfSource {
   const meta = readMeta(dir);
   const filesDir = meta?.tables_from ? resolve(dir, '..', meta.tables_from) : dir;
   const peaks = peaksOf(system);
   const files = tableFiles(filesDir, peaks);
+  const tables = new Map<OpName, OpTable | undefined>();
+  if (eager) for (const op of OP_NAMES) if (files.has(op)) tables.set(op, files.table(op));
   const missing = OP_NAMES.filter((op) => !files.has(op));
   const kind = meta?.kind === 'measured' ? 'measured' : meta ? 'synthesized' : 'measured';
   let calibratedOn = kind === 'measured' ? `measured${meta?.gpu ? ` on ${String(meta.gpu)}` : ''} (${dir})` : `calibrated on ${meta?.calibrated_on ?? 'unknown'}`;
@@ -157,7 +188,7 @@ function openOurDir(dir: string, system: SystemSpec, fallback: PerfSource): Perf
     dir,
     ...(missing.length ? { fallbackOps: missing } : {}),
   };
-  const provide = (op: OpName): OpTable | undefined => files.table(op);
+  const provide = (op: OpName): OpTable | undefined => (tables.has(op) ? tables.get(op) : files.table(op));
   const model = kind === 'synthesized' && meta ? modelProvider(system, meta.backend as Backend, meta.version) : undefined;
   // Facts of the tables themselves live in the meta.yaml beside them.
   const tablesMeta = meta?.tables_from ? readMeta(filesDir) : meta;

@@ -1,5 +1,7 @@
 // Our table format: one CSV per op, header row, latency in ms. Each op has categorical key columns (exact
 // match, or the nearest numeric key with a roofline transfer) and numeric axes interpolated in log space.
+import { InputError } from '../util/errors.js';
+import { quote } from '../util/text.js';
 import * as sol from './sol.js';
 import type { Peaks } from './sol.js';
 import type { Collective } from './types.js';
@@ -136,7 +138,7 @@ export function parseCsv(spec: OpSpec, text: string, where: string): Row[] {
   const want = [...spec.columns, 'latency_ms'];
   const idx = want.map((c) => header.indexOf(c));
   const missing = want.filter((c, i) => idx[i]! < 0 && spec.defaults?.[c] === undefined);
-  if (missing.length) throw new Error(`${where}: missing column(s) ${missing.join(', ')}; expected ${want.join(',')}`);
+  if (missing.length) throw new InputError(`${where}: missing column(s) ${missing.join(', ')}; expected ${want.join(',')}`);
   const isStr = want.map((c) => spec.stringCols.includes(c));
   const rows: Row[] = [];
   for (let li = 1; li < lines.length; li++) {
@@ -146,11 +148,12 @@ export function parseCsv(spec: OpSpec, text: string, where: string): Row[] {
     const r: Row = {};
     for (let i = 0; i < want.length; i++) {
       const v = idx[i]! < 0 ? spec.defaults![want[i]!] : f[idx[i]!];
-      if (v === undefined) throw new Error(`${where}:${li + 1}: expected ${want.length} fields`);
+      if (v === undefined) throw new InputError(`${where}:${li + 1}: expected ${want.length} fields, got ${f.length}`);
       if (isStr[i]) r[want[i]!] = v.trim();
       else {
-        const x = Number(v);
-        if (!Number.isFinite(x)) throw new Error(`${where}:${li + 1}: ${want[i]} is not a number ("${v}")`);
+        const x = v.trim() === '' ? NaN : Number(v);
+        if (!Number.isFinite(x)) throw new InputError(`${where}:${li + 1}: ${want[i]} is not a number (${quote(v)})`);
+        if (want[i] === 'latency_ms' && !(x > 0)) throw new InputError(`${where}:${li + 1}: latency_ms must be a positive number, got ${quote(v)}`);
         r[want[i]!] = x;
       }
     }
@@ -218,7 +221,7 @@ class Writer {
 class Reader {
   pos = 0;
   constructor(readonly buf: Buffer, readonly where: string) {}
-  need(n: number): void { if (this.pos + n > this.buf.length) throw new Error(`${this.where}: truncated packed table`); }
+  need(n: number): void { if (this.pos + n > this.buf.length) throw new InputError(`${this.where}: truncated packed table`); }
   u8(): number { this.need(1); return this.buf[this.pos++]!; }
   u16(): number { this.need(2); const b = this.buf, p = this.pos; this.pos += 2; return b[p]! | (b[p + 1]! << 8); }
   u32(): number { this.need(4); const v = this.buf.readUInt32LE(this.pos); this.pos += 4; return v; }
@@ -345,13 +348,13 @@ export class PackedTables {
   private readonly parsed = new Map<OpName, PackedOp>();
 
   constructor(private readonly buf: Buffer, private readonly where: string) {
-    if (buf.length < 8 || buf.toString('latin1', 0, 4) !== PACKED_MAGIC) throw new Error(`${where}: not a packed table file`);
+    if (buf.length < 8 || buf.toString('latin1', 0, 4) !== PACKED_MAGIC) throw new InputError(`${where}: not a packed table file`);
     const r = new Reader(buf, where);
     r.pos = 4;
     const nOps = r.u32();
     for (let oi = 0; oi < nOps; oi++) {
       const op = r.str() as OpName;
-      if (!OP_SPECS[op]) throw new Error(`${where}: unknown op ${op}`);
+      if (!OP_SPECS[op]) throw new InputError(`${where}: unknown op ${op}`);
       const len = r.u32();
       r.need(len);
       this.sections.set(op, [r.pos, r.pos + len]);
@@ -421,17 +424,22 @@ function parseOp(buf: Buffer, where: string, op: OpName): PackedOp {
   let cells = 0;
   for (let g = 0; g < nGrids; g++) {
     const key: Row = {};
-    for (let i = 0; i < nKey; i++) key[keyCols[i]!] = dicts[i]![r.u16()]!;
+    for (let i = 0; i < nKey; i++) {
+      const vi = r.u16();
+      if (vi >= dicts[i]!.length) throw new InputError(`${where}: key value index ${vi} out of range`);
+      key[keyCols[i]!] = dicts[i]![vi]!;
+    }
     const s = r.u16();
+    if (s >= sets.length) throw new InputError(`${where}: axis set index ${s} out of range`);
     keys.push(key);
     setIdx.push(s);
     start.push(cells);
     cells += sets[s]!.reduce((a, v) => a * v.length, 1);
   }
-  if (r.u32() !== cells) throw new Error(`${where}: ${op}: cell count does not match its grids`);
+  if (r.u32() !== cells) throw new InputError(`${where}: ${op}: cell count does not match its grids`);
   const base = r.pos;
   r.pos += cells * 3;
-  if (r.pos > buf.length) throw new Error(`${where}: truncated packed table`);
+  if (r.pos > buf.length) throw new InputError(`${where}: truncated packed table`);
   const rowsOf = (gi: number): Row[] => {
     const axes = sets[setIdx[gi]!]!;
     const sizes = axes.map((a) => a.length);
@@ -467,7 +475,7 @@ function parseOp(buf: Buffer, where: string, op: OpName): PackedOp {
     }
     return { values: axes.map((a) => [...a]), lnLat };
   };
-  if (r.pos !== buf.length) throw new Error(`${where}: section length does not match its contents`);
+  if (r.pos !== buf.length) throw new InputError(`${where}: section length does not match its contents`);
   return { spec, keys, rowsOf, lnCellsOf };
 }
 

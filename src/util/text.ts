@@ -53,3 +53,25 @@ export function stripControl(s: string): string {
 export function stripNonXml(xml: string): string {
   return xml.replace(/[\u0000-\u0008\u000B\u000C\u000E-\u001F]/g, '');
 }
+
+/** The most characters of a user's value an error message quotes. */
+export const QUOTE_MAX = 80;
+
+/**
+ * A user's value quoted for an error message: JSON text (strings in double quotes), cut to QUOTE_MAX
+ * characters with an ellipsis, so a huge scalar is not echoed whole.
+ */
+export function quote(v: unknown, max = QUOTE_MAX): string {
+  let s: string;
+  try {
+    s = typeof v === 'string' ? JSON.stringify(v.length > max ? v.slice(0, max) : v) : (JSON.stringify(v) ?? String(v));
+  } catch {
+    s = String(v);
+  }
+  return s.length > max ? `${s.slice(0, max - 1)}…` : s;
+}
+
+/** A message with every double-quoted segment longer than QUOTE_MAX cut like `quote` does (values other code quoted). */
+export function capQuoted(message: string, max = QUOTE_MAX): string {
+  return message.replace(/"[^"\n]*"/g, (q) => (q.length > max ? `${q.slice(0, max - 1)}…` : q));
+}

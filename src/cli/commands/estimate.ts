@@ -1,5 +1,6 @@
 // `configure estimate`: predict one layout (agg or disagg) from flags, or a CSV of measured-run rows.
-import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { checkOutputPath, writeFileAtomic } from '../../util/files.js';
 import { Command, Option } from 'commander';
 import { stringify } from 'csv-stringify/sync';
 import { log, positiveInt, printJson, runAction } from '../common.js';
@@ -192,6 +193,8 @@ async function fromCsv(o: Opts): Promise<number> {
     throw new InputError(`--from-csv ${file}: ${(e as Error).message}`);
   }
   const { header, rows, lines } = parsed;
+  // A place the output cannot go is reported before any row is priced.
+  if (o.out) checkOutputPath('--out', o.out as string);
   for (const col of ['model_path', 'system', 'backend', 'mode', 'isl', 'osl']) {
     if (!header.includes(col)) throw new InputError(`--from-csv ${file}: missing column "${col}"; expected the e2e reference format`);
   }
@@ -210,9 +213,7 @@ async function fromCsv(o: Opts): Promise<number> {
   const columns = [...header, ...PREDICTED_COLUMNS];
   const csv = stringify(outRows, { header: true, columns });
   if (o.out) {
-    const tmp = `${o.out as string}.tmp`;
-    writeFileSync(tmp, csv);
-    renameSync(tmp, o.out as string);
+    writeFileAtomic('--out', o.out as string, csv);
     log(`wrote ${rows.length} rows (${refused} refused) to ${o.out as string}`);
   } else process.stdout.write(csv);
   return 0;

@@ -14,6 +14,8 @@ import { uniqueSegment, insideDir } from '../../output/naming.js';
 import type { Dtype } from '../../inputs/types.js';
 import { explain, noFeasibleMessage } from '../../search/explain.js';
 import { ExitCode, InferplanError, InputError } from '../../util/errors.js';
+import { capQuoted, quote } from '../../util/text.js';
+import { yamlToJS } from '../../util/yaml.js';
 
 /** One experiment as this command runs it (plain values, defaults applied). */
 export interface Experiment {
@@ -260,7 +262,7 @@ class QuantCollector {
     const table = kind === 'kvcache' ? AIC_KV_QUANT : AIC_GEMM_QUANT;
     const dtype = table[v];
     if (!dtype) {
-      throw new InputError(`${this.path}: ${where} "${value}" has no counterpart here (accepted: ${Object.keys(table).join(', ')}); use one of those or drop the key to plan the checkpoint's format`);
+      throw new InputError(`${this.path}: ${where} ${quote(String(value))} has no counterpart here (accepted: ${Object.keys(table).join(', ')}); use one of those or drop the key to plan the checkpoint's format`);
     }
     const slot = kind === 'kvcache' ? 'kv' : kind === 'moe' ? 'moe' : 'weight';
     const prev = this.slots[slot];
@@ -296,7 +298,7 @@ export function convertAicExperiments(doc: unknown, path: string): { experiments
   const ignored: string[] = [];
   const experiments = names.map((name) => {
     const e = d[name];
-    if (!e || typeof e !== 'object' || Array.isArray(e)) throw new InputError(`${path}: exps lists "${name}" but there is no mapping with that name`);
+    if (!e || typeof e !== 'object' || Array.isArray(e)) throw new InputError(`${path}: exps lists ${quote(name)} but there is no mapping with that name`);
     const x = e as Record<string, unknown>;
     const out: Record<string, unknown> = { name };
     const lists: Record<string, Set<number>> = {};
@@ -359,7 +361,7 @@ export async function readExperiments(path: string): Promise<Experiment[]> {
   }
   // aiconfigurator experiment files are converted first (their keys map one to one onto ours).
   const doc = parseDocument(text);
-  const aic = doc.errors.length === 0 && isMap(doc.contents) ? convertAicExperiments(doc.toJS(), path) : null;
+  const aic = doc.errors.length === 0 && isMap(doc.contents) ? convertAicExperiments(yamlToJS(doc, path), path) : null;
   let parsed: ExperimentFile;
   if (aic) {
     if (aic.ignored.length) log(`${path}: aiconfigurator keys without a counterpart here, ignored: ${aic.ignored.join(', ')}`);
@@ -368,7 +370,7 @@ export async function readExperiments(path: string): Promise<Experiment[]> {
       const issue = checked.error.issues[0]!;
       const [, i, ...rest] = issue.path as (string | number)[];
       const name = typeof i === 'number' ? aic.experiments[i]?.name : undefined;
-      throw new InputError(`${path}: experiment "${String(name)}": ${rest.join('.') || 'entry'}: ${issue.message} (aiconfigurator format)`);
+      throw new InputError(`${path}: experiment ${quote(String(name))}: ${rest.join('.') || 'entry'}: ${issue.message} (aiconfigurator format)`);
     }
     parsed = checked.data;
   } else {
@@ -380,7 +382,7 @@ export async function readExperiments(path: string): Promise<Experiment[]> {
 
 /** Prefix an experiment's name to errors raised while preparing it, keeping the exit code. */
 function inExperiment(name: string, err: unknown): unknown {
-  if (err instanceof InferplanError) return new InferplanError(`experiment "${name}": ${err.message}`, err.exitCode, err.detail);
+  if (err instanceof InferplanError) return new InferplanError(`experiment ${quote(name)}: ${capQuoted(err.message)}`, err.exitCode, err.detail);
   return err;
 }
 
