@@ -161,8 +161,10 @@ function loadFiles(files: string[]): ModelSpec[] {
  * YAML of every family costs more start-up time than the rest of a run's set-up); undefined when none does.
  */
 function findInNamingFiles(k: string): ModelSpec | undefined {
+  if (quickHits.has(k)) return quickHits.get(k);
   const dir = dataPath('models');
-  const text = new Map(modelFiles().map((f) => [f, readFileSync(`${dir}/${f}`, 'utf8')]));
+  fileTexts ??= new Map(modelFiles().map((f) => [f, readFileSync(`${dir}/${f}`, 'utf8')]));
+  const text = fileTexts;
   const files = new Set([...text.keys()].filter((f) => text.get(f)!.toLowerCase().includes(k)));
   if (!files.size) return undefined;
   // With the files that define what these extend (an entry may extend one of another family's file).
@@ -173,12 +175,19 @@ function findInNamingFiles(k: string): ModelSpec | undefined {
         for (const [g, t] of text)
           if (!files.has(g) && t.includes(`id: ${id}`)) (files.add(g), (grown = true));
   }
+  let hit: ModelSpec | undefined;
   try {
-    return loadFiles([...files].sort()).find((s) => s.id.toLowerCase() === k || (s.aliases ?? []).some((a) => a.toLowerCase() === k));
+    hit = loadFiles([...files].sort()).find((s) => s.id.toLowerCase() === k || (s.aliases ?? []).some((a) => a.toLowerCase() === k));
   } catch {
-    return undefined; // an entry extends one in another file: the full registry answers
+    hit = undefined; // files that do not load on their own: the full registry answers (and reports)
   }
+  quickHits.set(k, hit);
+  return hit;
 }
+
+/** The data/models files' text and the quick lookups made from them, read once a process. */
+let fileTexts: Map<string, string> | undefined;
+const quickHits = new Map<string, ModelSpec | undefined>();
 
 /**
  * A bundled model by id or alias (case-insensitive), or undefined. A bare name without the organisation

@@ -101,7 +101,6 @@ export interface BackendRun {
 export async function searchEveryBackend(
   inputs: CommonInputs,
   d: DefaultOptions,
-  strict: boolean,
 ): Promise<{ ctx: EngineContext; result: SearchResult; runs: BackendRun[] }> {
   if (inputs.backendVersion !== undefined) {
     throw new InputError('--backend-version names a release of one engine; drop it with --backend auto, or name the --backend');
@@ -113,7 +112,7 @@ export async function searchEveryBackend(
   for (const backend of BACKENDS.filter((b) => system.backends[b])) {
     let ctx: EngineContext;
     try {
-      ctx = await loadEngineContext({ ...inputs, backend }, { decodeSystem: d.decodeSystem, strictCalibration: strict });
+      ctx = await loadEngineContext({ ...inputs, backend }, { decodeSystem: d.decodeSystem });
     } catch (err) {
       if (!(err instanceof UnsupportedError)) throw err;
       firstError ??= err;
@@ -182,10 +181,10 @@ Examples:
       let result: SearchResult | undefined;
       let runs: BackendRun[] | undefined;
       if (auto) {
-        ({ ctx, result, runs } = await searchEveryBackend(inputs, d, Boolean(o.strict)));
+        ({ ctx, result, runs } = await searchEveryBackend(inputs, d));
         log(autoLine(runs, ctx.backend));
       } else {
-        ctx = await loadEngineContext(inputs, { decodeSystem: d.decodeSystem, strictCalibration: Boolean(o.strict) });
+        ctx = await loadEngineContext(inputs, { decodeSystem: d.decodeSystem });
       }
       const line = effectiveLine({ ...inputs, backend: ctx.backend }, ctx, d);
       if (json) log(line);

@@ -81,7 +81,7 @@ async function single(o: Opts): Promise<number> {
   if (!o.hfId) throw new InputError('--hf-id is required (or --from-csv FILE)');
   if (!o.system) throw new InputError('--system is required (or --from-csv FILE)');
   const inputs = readCommonInputs(o);
-  const ctx = await loadEngineContext(inputs, { decodeSystem: o.decodeSystem as string | undefined, strictCalibration: Boolean(o.strict) });
+  const ctx = await loadEngineContext(inputs, { decodeSystem: o.decodeSystem as string | undefined });
   const conc = o.concurrency as number | undefined;
   const breakdown = Boolean(o.breakdown);
   let est;
