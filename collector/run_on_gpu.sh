@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Collect the quick kernel grid on this machine's GPU into data/perf/<system>/torch/<torch version>/ and
+# Collect the quick kernel grid on this machine's GPU into data/measured/<system>/torch/<torch version>/ and
 # compare our synthesized tables for that system against it. Run from anywhere inside the repository:
 #
 #   collector/run_on_gpu.sh                  # system from the GPU name (H200 -> h200_sxm)
 #   SYSTEM=h200_sxm MAX_MINUTES=8 collector/run_on_gpu.sh
 #   FULL=1 collector/run_on_gpu.sh           # the full grid instead of --quick
-#   MEASURED=data/perf/h200_sxm/torch/2.5.1 collector/run_on_gpu.sh   # compare only, no collection
+#   MEASURED=data/measured/h200_sxm/torch/2.11.0 collector/run_on_gpu.sh   # compare only, no collection
 #
 # Needs python3 with PyTorch (CUDA build) and Node 20 with the repository's npm dependencies installed.
 set -euo pipefail
@@ -33,7 +33,7 @@ PY
   [[ -n "${SYSTEM:-}" ]] && SYSTEM_FLAG=(--system "$SYSTEM")
 
   # The collector prints the table directory as its last stdout line.
-  MEASURED="$(python3 -m collector --out data/perf $GRID_FLAG --max-minutes "$MAX_MINUTES" "${SYSTEM_FLAG[@]}" | tail -n 1)"
+  MEASURED="$(python3 -m collector --out data/measured $GRID_FLAG --max-minutes "$MAX_MINUTES" "${SYSTEM_FLAG[@]}" | tail -n 1)"
   echo "measured tables: $MEASURED"
   ls -l "$MEASURED"
 fi
@@ -49,15 +49,14 @@ else
   CONFIGURE=(npx --no-install tsx src/cli/main.ts)
 fi
 
-SYS_DIR="$(dirname "$(dirname "$MEASURED")")"
-SYS_NAME="$(basename "$SYS_DIR")"
+# Measured tables sit apart from data/perf, which `npm run perf:build` rewrites whole.
+SYS_NAME="$(basename "$(dirname "$(dirname "$MEASURED")")")"
+SYS_DIR="data/perf/$SYS_NAME"
 found=0
 for synth in "$SYS_DIR"/*/*/; do
   synth="${synth%/}"
-  [[ "$synth" == "$SYS_DIR"/torch/* ]] && continue
-  [[ -f "$synth/meta.yaml" ]] || continue
-  # Versions that borrow another version's tables (no CSVs of their own) would repeat a comparison.
-  compgen -G "$synth/*.csv" >/dev/null || continue
+  # Versions that borrow another version's tables (no tables.bin of their own) would repeat a comparison.
+  [[ -f "$synth/tables.bin" ]] || continue
   found=1
   echo
   echo "== $SYS_NAME: measured (A) vs $(basename "$(dirname "$synth")") $(basename "$synth") synthesized (B)"
