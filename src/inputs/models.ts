@@ -1,7 +1,7 @@
 // Resolve what the user named with --hf-id into a ModelSpec, in a fixed order:
 // bundled registry -> local directory -> path to a config.json -> local HF cache -> the Hub over HTTPS.
 // An id whose organisation moved on the Hub (zhipuai/GLM-5 -> zai-org/GLM-5) resolves as its current id.
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, join, resolve as resolvePath } from 'node:path';
 import JSON5 from 'json5';
@@ -44,6 +44,9 @@ export async function resolveModel(hfId: string, opts: ResolveOptions = {}): Pro
     if (st.isDirectory()) return fromDirectory(name, displayIdForDir(name));
     if (st.isFile()) return fromConfigFile(name, displayIdForFile(name));
   }
+  if (isDanglingLink(name)) {
+    throw new InputError(`model "${hfId}" is a symbolic link to a path that does not exist; give the directory or config.json it should point to`);
+  }
   // A path that does not exist is a typo, not a Hub id: say so instead of asking the network.
   if (/^(\.{1,2}|~)?\//.test(name)) {
     throw new InputError(`model "${hfId}": no such directory or config.json; give an existing path, a bundled id (configure models) or ORG/NAME`);
@@ -58,6 +61,14 @@ export async function resolveModel(hfId: string, opts: ResolveOptions = {}): Pro
   if (cached) return fromDirectory(cached, current, 'hf-cache');
 
   return fromHub(current, env, opts);
+}
+
+function isDanglingLink(path: string): boolean {
+  try {
+    return lstatSync(path).isSymbolicLink() && !existsSync(path);
+  } catch {
+    return false;
+  }
 }
 
 function displayIdForDir(dir: string): string {
@@ -131,16 +142,26 @@ export function findInHfCache(hfId: string, env: NodeJS.ProcessEnv = process.env
   const repo = join(hfCacheDir(env), `models--${hfId.replace('/', '--')}`);
   const snapshots = join(repo, 'snapshots');
   if (!existsSync(snapshots)) return undefined;
-  const refMain = join(repo, 'refs', 'main');
-  if (existsSync(refMain)) {
-    const rev = readFileSync(refMain, 'utf8').trim();
-    if (rev && existsSync(join(snapshots, rev, 'config.json'))) return join(snapshots, rev);
+  // A cache damaged by hand or by an interrupted download is the user's to repair: say where, do not crash.
+  const damaged = (what: string) =>
+    new InputError(`HF cache entry for ${hfId} is damaged: ${what}; repair or delete ${repo}, or give the model as a directory`);
+  try {
+    if (!statSync(snapshots).isDirectory()) throw damaged(`${snapshots} is not a directory`);
+    const refMain = join(repo, 'refs', 'main');
+    if (existsSync(refMain) && statSync(refMain).isFile()) {
+      const rev = readFileSync(refMain, 'utf8').trim();
+      if (rev && existsSync(join(snapshots, rev, 'config.json'))) return join(snapshots, rev);
+    }
+    // existsSync follows links, so a config.json whose blob is gone (a dangling link) is skipped.
+    const withConfig = readdirSync(snapshots)
+      .map((rev) => join(snapshots, rev))
+      .filter((d) => existsSync(join(d, 'config.json')))
+      .sort((a, b) => statSync(join(b, 'config.json')).mtimeMs - statSync(join(a, 'config.json')).mtimeMs);
+    return withConfig[0];
+  } catch (err) {
+    if (err instanceof InputError) throw err;
+    throw damaged(`${(err as NodeJS.ErrnoException).code ?? String(err)} reading ${snapshots}`);
   }
-  const withConfig = readdirSync(snapshots)
-    .map((rev) => join(snapshots, rev))
-    .filter((d) => existsSync(join(d, 'config.json')))
-    .sort((a, b) => statSync(join(b, 'config.json')).mtimeMs - statSync(join(a, 'config.json')).mtimeMs);
-  return withConfig[0];
 }
 
 async function fromHub(hfId: string, env: NodeJS.ProcessEnv, opts: ResolveOptions): Promise<ModelSpec> {
