@@ -46,17 +46,24 @@ export async function buildProgram(only?: string): Promise<Command> {
   return program;
 }
 
-/** A reader that stops early (`configure default ... | head`) closes the pipe: stop quietly, as Unix tools do. */
-function exitOnClosedPipe(stream: NodeJS.WriteStream): void {
+/**
+ * A reader that stops early (`configure default ... | head`) closes the pipe: stop quietly, as Unix tools do.
+ * Any other failure to write (a full disk, a closed terminal) is where the user sent the output: one line, exit 2.
+ */
+function exitOnWriteFailure(stream: NodeJS.WriteStream, name: string): void {
   stream.on('error', (err: NodeJS.ErrnoException) => {
-    if (err.code !== 'EPIPE') throw err;
-    process.exit(process.exitCode ?? ExitCode.ok);
+    if (err.code === 'EPIPE') process.exit(process.exitCode ?? ExitCode.ok);
+    try {
+      if (stream !== process.stderr) process.stderr.write(`configure: error: cannot write to ${name}: ${err.code ?? err.message}\n`);
+    } finally {
+      process.exit(ExitCode.badInput);
+    }
   });
 }
 
 async function main(): Promise<void> {
-  exitOnClosedPipe(process.stdout);
-  exitOnClosedPipe(process.stderr);
+  exitOnWriteFailure(process.stdout, 'standard output');
+  exitOnWriteFailure(process.stderr, 'standard error');
   const args = normalizeArgv(process.argv.slice(2));
   try {
     const program = await buildProgram(args[0]);

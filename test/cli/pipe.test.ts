@@ -1,5 +1,6 @@
 // The CLI as the end of a shell pipe whose reader stops early (`configure ... | head`).
 import { spawn } from 'node:child_process';
+import { closeSync, existsSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
@@ -16,5 +17,18 @@ describe('a closed output pipe', () => {
     const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
     expect(stderr).not.toMatch(/EPIPE|\n\s+at /);
     expect(code).toBe(0);
+  }, 60_000);
+});
+
+describe('an output device that is full', () => {
+  it.skipIf(!existsSync('/dev/full'))('exits 2 with one line naming standard output, no stack trace', async () => {
+    const out = openSync('/dev/full', 'w');
+    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src/cli/main.ts'), 'systems'], { cwd: ROOT, stdio: ['ignore', out, 'pipe'] });
+    let stderr = '';
+    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    closeSync(out);
+    expect(stderr.trim()).toBe('configure: error: cannot write to standard output: ENOSPC');
+    expect(code).toBe(2);
   }, 60_000);
 });
