@@ -1,6 +1,7 @@
 // Shared CLI plumbing: output helpers, error-to-exit-code mapping, option parsers.
 import { InferplanError, InputError, ExitCode } from '../util/errors.js';
 import { escapeControl } from '../util/text.js';
+import { MAX_DEPLOYMENT_GPUS } from '../search/recommend.js';
 
 export interface GlobalOptions {
   json?: boolean;
@@ -55,6 +56,16 @@ export function positiveInt(flag: string) {
   return (value: string): number => {
     const n = Number(value);
     if (!Number.isInteger(n) || n <= 0) throw new InputError(`${flag} must be a positive integer, got "${value}"`);
+    return n;
+  };
+}
+
+/** Parse a GPU count (--total-gpus, --max-gpus): a positive integer up to the largest deployment planned. */
+export function gpuCount(flag: string) {
+  const parse = positiveInt(flag);
+  return (value: string): number => {
+    const n = parse(value);
+    if (n > MAX_DEPLOYMENT_GPUS) throw new InputError(`${flag} ${value} is more than the ${MAX_DEPLOYMENT_GPUS} GPUs inferplan plans one deployment for`);
     return n;
   };
 }

@@ -6,6 +6,7 @@ import type { AggEstimate, EngineContext } from '../engine/types.js';
 import type { Mode, RankedCandidate, SearchRestrict, SearchResult } from './types.js';
 import { isRefusal, type SearchEngine } from './port.js';
 import { runSearchWith } from './search.js';
+import { InputError } from '../util/errors.js';
 
 export type LoadTarget = { kind: 'rate'; requestsPerS: number } | { kind: 'concurrency'; clients: number };
 
@@ -50,6 +51,11 @@ export interface RecommendResult {
 
 /** Largest unit searched when no smaller one meets the SLA. */
 const MAX_UNIT_BUDGET = 128;
+/**
+ * Largest deployment planned (512 nodes of 8; --total-gpus and --max-gpus above it are refused): the results
+ * directory writes a run script per node, so an absurd budget or target would write hundreds of thousands of files.
+ */
+export const MAX_DEPLOYMENT_GPUS = 4096;
 
 function targetValue(t: LoadTarget): number {
   return t.kind === 'rate' ? t.requestsPerS : t.clients;
@@ -141,6 +147,12 @@ export function recommendWith(engine: SearchEngine, ctx: EngineContext, spec: Re
   const agg = spec.modes.includes('agg') ? perMode('agg') : [];
   const disagg = spec.modes.includes('disagg') ? perMode('disagg') : [];
   const best = [...agg.slice(0, 1), ...disagg.slice(0, 1)].sort(compareRecommendations)[0];
+  if (best && spec.maxGpus === undefined && best.gpus > MAX_DEPLOYMENT_GPUS) {
+    const what = spec.target.kind === 'rate' ? `--target-request-rate ${spec.target.requestsPerS}` : `--target-concurrency ${spec.target.clients}`;
+    throw new InputError(
+      `${what} needs ${best.gpus} GPUs (${best.replicas} x ${best.mode} ${best.parallel}), more than the ${MAX_DEPLOYMENT_GPUS} inferplan plans; lower the target, or give --max-gpus to plan the share that many GPUs serve`,
+    );
+  }
   // Unit frontiers and feasible lists are not needed past this point.
   for (const m of [search.agg, search.disagg]) if (m) delete m.feasibleAll;
   return { target: spec.target, maxGpus: spec.maxGpus, best, agg, disagg, unitBudget, search, elapsedMs: performance.now() - started };

@@ -1,6 +1,6 @@
 // `configure default`: search every layout within the budget, keep what meets the SLA, rank and report.
 import { Option, type Command } from 'commander';
-import { log, positiveInt, printJson, runAction, useColor } from '../common.js';
+import { gpuCount, log, positiveInt, printJson, runAction, useColor } from '../common.js';
 import {
   addGlobalOptions,
   addModelSystemOptions,
@@ -142,7 +142,7 @@ export function registerDefault(program: Command): void {
   addModelSystemOptions(cmd);
   cmd.options.find((opt) => opt.long === '--backend')!.argParser(backendOrAutoParser).description =
     'engine: vllm, sglang or trtllm; auto searches every engine the system supports and reports the best';
-  cmd.requiredOption('--total-gpus <n>', 'GPU budget', positiveInt('--total-gpus'));
+  cmd.requiredOption('--total-gpus <n>', 'GPU budget', gpuCount('--total-gpus'));
   cmd.option('--decode-system <name>', 'disagg: system of the decode pool when it differs (heterogeneous disagg)');
   cmd.addOption(new Option('--serving-mode <mode>', 'modes searched: agg, disagg or both (auto: both; default both)').argParser(servingModeParser));
   cmd.option('--strict-sla', 'compute the Pareto frontier (chart, pareto.csv) over the configurations meeting the SLA only');

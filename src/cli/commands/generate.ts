@@ -1,7 +1,7 @@
 // `configure generate`: no sweep. The smallest layout that fits the model with headroom for the workload,
 // its predicted metrics, and (with --save-dir) the full artifact bundle of that one configuration.
 import type { Command } from 'commander';
-import { log, positiveInt, printJson, runAction } from '../common.js';
+import { gpuCount, log, printJson, runAction } from '../common.js';
 import {
   addGlobalOptions,
   addModelSystemOptions,
@@ -98,7 +98,7 @@ export function registerGenerate(program: Command): void {
   addModelSystemOptions(cmd);
   addWorkloadOptions(cmd);
   addSlaOptions(cmd);
-  cmd.option('--total-gpus <n>', 'GPU budget: replicas of the chosen layout fill it (default: one replica)', positiveInt('--total-gpus'));
+  cmd.option('--total-gpus <n>', 'GPU budget: replicas of the chosen layout fill it (default: one replica)', gpuCount('--total-gpus'));
   addSaveOptions(cmd);
   addGlobalOptions(cmd);
   cmd.addHelpText(

@@ -1,7 +1,7 @@
 // `configure recommend`: the fewest GPUs (and the layout) that serve a target request rate or concurrency
 // under the SLA.
 import type { Command } from 'commander';
-import { log, positiveInt, positiveNumber, printJson, runAction, useColor } from '../common.js';
+import { gpuCount, log, positiveInt, positiveNumber, printJson, runAction, useColor } from '../common.js';
 import {
   addGlobalOptions,
   addModelSystemOptions,
@@ -58,7 +58,7 @@ export function registerRecommend(program: Command): void {
   cmd
     .option('--target-request-rate <r>', 'requests per second to serve', positiveNumber('--target-request-rate'))
     .option('--target-concurrency <c>', 'concurrent clients to serve', positiveInt('--target-concurrency'))
-    .option('--max-gpus <n>', 'largest deployment allowed', positiveInt('--max-gpus'));
+    .option('--max-gpus <n>', 'largest deployment allowed', gpuCount('--max-gpus'));
   addWorkloadOptions(cmd);
   addSlaOptions(cmd);
   cmd.option('--top-n <n>', `options shown per mode (default ${DEFAULTS.topN})`, positiveInt('--top-n'));

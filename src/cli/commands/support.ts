@@ -1,7 +1,7 @@
 // `configure support`: can we model this model on this system, per backend and version; do the weights fit
 // on one node; and, with --total-gpus, does any layout meet the SLA. Exit 0 when supported, 4 when not.
 import { Option, type Command } from 'commander';
-import { log, positiveInt, printJson, runAction } from '../common.js';
+import { gpuCount, log, printJson, runAction } from '../common.js';
 import { alignColumns } from '../../util/format.js';
 import { addGlobalOptions, addSlaOptions, addWorkloadOptions, readCommonInputs, slaOf } from '../options.js';
 import { listSystems, loadSystem } from '../../inputs/systems.js';
@@ -68,7 +68,7 @@ export function registerSupport(program: Command): void {
     .addOption(new Option('--backend <name>', 'vllm, sglang, trtllm or all (default all)').argParser(backendOrAll))
     .option('--backend-version <v>', 'only this engine version (default every version the system lists)')
     .option('--perf-data <dir>', 'performance tables: a directory in our format or an aiconfigurator systems data directory')
-    .option('--total-gpus <n>', 'GPU budget: also run the search and say whether any layout meets the SLA', positiveInt('--total-gpus'));
+    .option('--total-gpus <n>', 'GPU budget: also run the search and say whether any layout meets the SLA', gpuCount('--total-gpus'));
   addWorkloadOptions(cmd);
   addSlaOptions(cmd);
   addGlobalOptions(cmd);
