@@ -2,6 +2,7 @@
 import { InferplanError, InputError, ExitCode } from '../util/errors.js';
 import { escapeControl } from '../util/text.js';
 import { MAX_DEPLOYMENT_GPUS } from '../search/recommend.js';
+import { eraseProgressLine } from '../util/progress.js';
 
 export interface GlobalOptions {
   json?: boolean;
@@ -27,6 +28,7 @@ export function printJson(doc: unknown): void {
 
 /** Logs go to stderr so stdout stays machine-readable. */
 export function log(message: string): void {
+  eraseProgressLine();
   process.stderr.write(message + '\n');
 }
 
@@ -44,6 +46,7 @@ export async function runAction(opts: GlobalOptions, action: () => Promise<numbe
     const message = err instanceof Error ? err.message : String(err);
     // One line, with control characters a user put in a name or path shown escaped.
     const oneLine = escapeControl(message.split('\n')[0] ?? '');
+    eraseProgressLine();
     process.stderr.write(`configure: error: ${known ? oneLine : `internal error: ${oneLine}`}\n`);
     if (opts.verbose && err instanceof Error && err.stack) process.stderr.write(err.stack + '\n');
     if (opts.json) printJson({ error: { message: oneLine, exitCode: code, detail: known ? (err.detail ?? null) : null } });
