@@ -1,7 +1,7 @@
 // Shared CLI plumbing: output helpers, error-to-exit-code mapping, option parsers.
 import { InferplanError, InputError, ExitCode } from '../util/errors.js';
 import { escapeControl } from '../util/text.js';
-import { MAX_DEPLOYMENT_GPUS } from '../search/recommend.js';
+import { MAX_DEPLOYMENT_GPUS } from '../search/limits.js';
 import { eraseProgressLine } from '../util/progress.js';
 
 export interface GlobalOptions {

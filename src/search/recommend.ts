@@ -7,6 +7,7 @@ import type { Mode, RankedCandidate, SearchRestrict, SearchResult } from './type
 import { isRefusal, type SearchEngine } from './port.js';
 import { runSearchWith } from './search.js';
 import { InputError } from '../util/errors.js';
+import { MAX_DEPLOYMENT_GPUS } from './limits.js';
 
 export type LoadTarget = { kind: 'rate'; requestsPerS: number } | { kind: 'concurrency'; clients: number };
 
@@ -51,11 +52,6 @@ export interface RecommendResult {
 
 /** Largest unit searched when no smaller one meets the SLA. */
 const MAX_UNIT_BUDGET = 128;
-/**
- * Largest deployment planned (512 nodes of 8; --total-gpus and --max-gpus above it are refused): the results
- * directory writes a run script per node, so an absurd budget or target would write hundreds of thousands of files.
- */
-export const MAX_DEPLOYMENT_GPUS = 4096;
 
 function targetValue(t: LoadTarget): number {
   return t.kind === 'rate' ? t.requestsPerS : t.clients;

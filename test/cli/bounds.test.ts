@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { registerDefault } from '../../src/cli/commands/default.js';
 import { registerRecommend } from '../../src/cli/commands/recommend.js';
-import { MAX_DEPLOYMENT_GPUS } from '../../src/search/recommend.js';
+import { MAX_DEPLOYMENT_GPUS } from '../../src/search/limits.js';
 import { runInProcess } from '../modes/cli.js';
 
 const root = mkdtempSync(join(tmpdir(), 'inferplan-bounds-'));
