@@ -1,4 +1,5 @@
 // Shared CLI plumbing: output helpers, error-to-exit-code mapping, option parsers.
+import type { Command } from 'commander';
 import { InferplanError, InputError, ExitCode } from '../util/errors.js';
 import { escapeControl } from '../util/text.js';
 import { MAX_DEPLOYMENT_GPUS } from '../search/limits.js';
@@ -7,6 +8,12 @@ import { eraseProgressLine } from '../util/progress.js';
 export interface GlobalOptions {
   json?: boolean;
   verbose?: boolean;
+}
+
+export function addGlobalOptions(cmd: Command): Command {
+  return cmd
+    .option('--json', 'print one JSON document on stdout (logs go to stderr)')
+    .option('--verbose', 'show stack traces on internal errors');
 }
 
 /** Accept aiconfigurator v0.6 spellings: `--hf_id` -> `--hf-id`, and an optional leading `cli` word. */

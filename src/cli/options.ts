@@ -22,11 +22,8 @@ function backendParser(v: string): Backend {
   return b;
 }
 
-export function addGlobalOptions(cmd: Command): Command {
-  return cmd
-    .option('--json', 'print one JSON document on stdout (logs go to stderr)')
-    .option('--verbose', 'show stack traces on internal errors');
-}
+// --json / --verbose live with the CLI plumbing (common.ts) so light commands need not load this module.
+export { addGlobalOptions } from './common.js';
 
 export function addModelSystemOptions(cmd: Command): Command {
   return cmd

@@ -1,6 +1,6 @@
 // `configure --version` and `configure systems` must start fast: the entry module may load only the CLI's
 // plumbing statically, never the engine, the search, the perf tables or the output writers (each command loads
-// its own module when run). Checked on the bundle the build writes, from esbuild's metafile.
+// its own module when run), and `systems` only what lists systems. Checked with esbuild's metafile.
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { describe, expect, it } from 'vitest';
@@ -30,5 +30,9 @@ describe('start-up imports', () => {
     const inputs = await staticInputsOf('src/cli/main.ts');
     expect(inputs.some((i) => i.endsWith('src/cli/main.ts'))).toBe(true);
     expect(inputs.filter((i) => /src\/(engine|search\/(?!limits)|perf|output)\//.test(i))).toEqual([]);
+  }, 60_000);
+  it('`configure systems` loads neither the planner nor the schema library', async () => {
+    const inputs = await staticInputsOf('src/cli/commands/systems.ts');
+    expect(inputs.filter((i) => /src\/(engine|search|perf)\/|src\/output\/(?!table)|node_modules\/zod\//.test(i))).toEqual([]);
   }, 60_000);
 });

@@ -8,11 +8,27 @@ import { InputError, UnsupportedError } from '../../src/util/errors.js';
 import { BACKENDS } from '../../src/inputs/types.js';
 import { dataPath, referencePath } from '../../src/util/paths.js';
 import { REF_FILE_OP } from '../../src/perf/reference.js';
+import { systemSchema } from '../../src/inputs/system-schema.js';
+import { parse as parseYaml } from 'yaml';
 
 const REF = referencePath('aic-silicon');
 if (!existsSync(REF)) console.log(`note: ${REF} absent; skipping the checks against measured data`);
 
 describe('systems registry', () => {
+  it('every bundled system file matches the schema (checked here, not at each start-up)', () => {
+    const files = readdirSync(dataPath('systems')).filter((f) => f.endsWith('.yaml'));
+    expect(files.length).toBeGreaterThan(0);
+    for (const f of files) {
+      const parsed = systemSchema.safeParse(parseYaml(readFileSync(dataPath('systems', f), 'utf8')));
+      expect(parsed.success ? '' : `${f}: ${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message}`).toBe('');
+    }
+  });
+  it('the schema rejects a broken system file', () => {
+    const good = parseYaml(readFileSync(dataPath('systems', 'h200_sxm.yaml'), 'utf8')) as Record<string, unknown>;
+    expect(systemSchema.safeParse(good).success).toBe(true);
+    expect(systemSchema.safeParse({ ...good, gpusPerNode: 0 }).success).toBe(false);
+    expect(systemSchema.safeParse({ ...good, extra: 1 }).success).toBe(false);
+  });
   it('ships the eight systems, each valid and with a default per backend', () => {
     const names = listSystems().map((s) => s.name);
     expect(names).toEqual(['a100_sxm', 'b200_sxm', 'b300_sxm', 'gb200_sxm', 'gb300', 'h100_sxm', 'h200_sxm', 'l40s']);

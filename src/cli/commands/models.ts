@@ -2,8 +2,7 @@
 import type { Command } from 'commander';
 import Table from 'cli-table3';
 import { NO_ROW_RULES, PLAIN_STYLE } from '../../output/table.js';
-import { printJson, runAction, type GlobalOptions } from '../common.js';
-import { addGlobalOptions } from '../options.js';
+import { addGlobalOptions, type GlobalOptions, printJson, runAction } from '../common.js';
 import { modelsMarkdown } from '../../inputs/markdown.js';
 import { activeParams, countParams, listBundledModels, resolveModel } from '../../inputs/models.js';
 import { layerMixSummary } from '../../inputs/layers.js';

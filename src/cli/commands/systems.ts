@@ -2,8 +2,7 @@
 import type { Command } from 'commander';
 import Table from 'cli-table3';
 import { PLAIN_STYLE } from '../../output/table.js';
-import { printJson, runAction, type GlobalOptions } from '../common.js';
-import { addGlobalOptions } from '../options.js';
+import { addGlobalOptions, type GlobalOptions, printJson, runAction } from '../common.js';
 import { systemsMarkdown } from '../../inputs/markdown.js';
 import { listSystems } from '../../inputs/systems.js';
 import { BACKENDS, type SystemSpec } from '../../inputs/types.js';
