@@ -4,7 +4,7 @@
 // lowest p90 any table that respects the roofline could reach on a slice whose p90 is above 25% (floor%).
 // The target (median <= 10%, p90 <= 25% per slice) is scored on each slice's rows measured at or above the speed of
 // light; rows measured below it are counted and reported, and kernels serving does not run are listed apart.
-// Usage: npm run bench:kernels [-- --system h200_sxm] [-- --op gemm] [-- --ref DIR] [-- --json]
+// Usage: npm run bench:kernels [-- --system h200_sxm] [-- --op gemm | families | gdn] [-- --ref DIR] [-- --json]
 import { existsSync } from 'node:fs';
 import { loadSystem } from '../src/inputs/systems.js';
 import type { Backend, Dtype } from '../src/inputs/types.js';
@@ -18,7 +18,9 @@ import { DEEPSEEK_MLA, OP_SPECS } from '../src/perf/tables.js';
 import { peaksOf } from '../src/perf/sol.js';
 import type { PerfSource, Collective } from '../src/perf/types.js';
 import type { Row } from '../src/perf/tables.js';
-import { commGroupKey, moeKernelRoles } from '../src/perf/fit.js';
+import { commGroupKey, modelAwareMoe, moeKernelRoles, nongatedShapes, tagMoeKernels } from '../src/perf/fit.js';
+import { FLASHINFER_TRTLLM } from '../src/perf/model.js';
+import { FAMILY_KINDS, printFamilies, scoreFamilies } from './kernels-families.js';
 
 const args = process.argv.slice(2);
 const argOf = (name: string): string | undefined => {
@@ -46,7 +48,8 @@ function predict(src: PerfSource, op: string, r: Row): number {
     case 'allreduce': return src.allReduce({ dtype: 'bfloat16', gpus: n('gpus'), elements: n('elements') });
     case 'nccl': return src.nccl(s('collective') as Collective, { dtype: (s('dtype') === 'int8' ? 'fp8' : 'bfloat16') as Dtype, gpus: n('gpus'), elements: n('elements') });
     // The mxfp8-activation MXFP4 kernel is what our `mxfp4` tables represent where it was measured.
-    case 'moe': return src.moe({ dtype: (s('dtype') === 'w4a8_mxfp4_mxfp8' ? 'mxfp4' : s('dtype')) as Dtype, tokens: n('tokens'), hidden: n('hidden'), inter: n('inter'), topk: n('topk'), experts: n('experts'), moeTp: n('moe_tp'), moeEp: n('moe_ep'), distribution: s('distribution') });
+    // Rows of SGLang's TRT-LLM-gen runner beside its Triton kernel are priced as workers it serves (tagMoeKernels).
+    case 'moe': return src.moe({ dtype: (s('dtype') === 'w4a8_mxfp4_mxfp8' ? 'mxfp4' : s('dtype')) as Dtype, tokens: n('tokens'), hidden: n('hidden'), inter: n('inter'), topk: n('topk'), experts: n('experts'), moeTp: n('moe_tp'), moeEp: n('moe_ep'), distribution: s('distribution'), flashinferTrtllm: r.kernel === FLASHINFER_TRTLLM });
     case 'mla':
       return src.mla({ phase: s('phase') as 'context' | 'generation', batch: n('batch'), seq: n('seq'), heads: n('heads'), kvLoraRank: DEEPSEEK_MLA.kv_lora_rank,
         qkRopeHeadDim: DEEPSEEK_MLA.qk_rope_head_dim, qkNopeHeadDim: DEEPSEEK_MLA.qk_nope_head_dim, vHeadDim: DEEPSEEK_MLA.v_head_dim, qLoraRank: DEEPSEEK_MLA.q_lora_rank,
@@ -74,10 +77,22 @@ function baseLabel(op: string, r: Row): string {
     case 'context_attention': return `${r.dtype}/${r.kv_dtype}`;
     case 'generation_attention': return `kv ${r.kv_dtype}`;
     case 'nccl': return `${r.collective} ${r.dtype}`;
-    case 'moe': return `${r.dtype} ${r.distribution}`;
+    case 'moe': return `${r.dtype}${r.kernel === FLASHINFER_TRTLLM ? ` ${FLASHINFER_TRTLLM}` : ''} ${r.distribution}`;
     case 'mla': return `${r.phase} ${r.dtype}/${r.kv_dtype}`;
     default: return String(r.dtype ?? '');
   }
+}
+
+/** Expert layers a system's tables timed as non-gated FFNs (nongatedShapes), by reference system. */
+const nongatedMemo = new Map<string, Set<string>>();
+async function nongatedOf(system: string): Promise<Set<string>> {
+  let s = nongatedMemo.get(system);
+  if (!s) {
+    const moe = listRefTables(refRoot).filter((t) => t.system === system && REF_FILE_OP[t.file] === 'moe');
+    s = nongatedShapes((await Promise.all(moe.map(async (t) => (await readRefTable(t))?.rows ?? []))).flat());
+    nongatedMemo.set(system, s);
+  }
+  return s;
 }
 
 /** `pool`: the row of the pooled summary the slice counts in (op, or op with its MoE routing / reported-apart role). */
@@ -115,12 +130,14 @@ for (const t of tables) {
   const src = await loadPerfSource({ system: sys, backend, version });
   const got = await readRefTable(t);
   if (!got) continue;
+  // Each kernel of a format timed with two is scored on its own rows (see tagMoeKernels).
+  if (op === 'moe') got.rows = tagMoeKernels(got.rows);
   /** Each slice's rows: the row, its measured and predicted latency and its speed of light. */
   const measured = new Map<string, { r: Row; latency: number; predicted: number; sol: number }[]>();
   const peaks = peaksOf(sys);
   const poolOf = new Map<string, string>();
   // MoE rows of a kernel serving does not run at that size, or of a non-gated FFN, are reported apart (see moeKernelRoles).
-  const roles = op === 'moe' ? moeKernelRoles(got.rows) : undefined;
+  const roles = op === 'moe' ? moeKernelRoles(got.rows, modelAwareMoe(t.framework, t.version) ? await nongatedOf(t.system) : undefined) : undefined;
   got.rows.forEach((r, i) => { if (roles && roles[i] !== 'served') r.role = `${roles[i]!} kernel`; });
   // Where a source measured the mxfp8-activation MXFP4 kernel, that is what engines serve MXFP4 experts with and
   // what our mxfp4 tables hold (servingMoeRows); its bf16-activation MXFP4 rows are reported apart.
@@ -190,8 +207,12 @@ const summary = [...pooled.keys()].sort().map((op) => {
   const met = slices.filter(meets).length;
   return { op, rows: a.length, medianAbsPct: quantile(a, 0.5), p90AbsPct: quantile(a, 0.9), slices: slices.length, slicesMet: met };
 });
+// The hybrid and sparse-attention family ops, scored apart (`--op families` or a kind such as `--op gdn`).
+const familySlices = !onlyOp || onlyOp === 'families' || FAMILY_KINDS.includes(onlyOp)
+  ? await scoreFamilies(refRoot, onlySystem, onlyOp === 'families' ? undefined : onlyOp)
+  : [];
 if (json) {
-  process.stdout.write(JSON.stringify({ slices: stats, summary }, null, 2) + '\n');
+  process.stdout.write(JSON.stringify({ slices: stats, summary, families: familySlices }, null, 2) + '\n');
 } else {
   const f = (x: number): string => x.toFixed(1).padStart(6);
   // The label column as wide as its longest label (those with a reported-apart role run long).
@@ -225,4 +246,5 @@ if (json) {
   console.log('\nall rows pooled, by op:');
   console.log('op                                 rows   med%   p90%  slices meeting the target');
   for (const s of summary) console.log(`${s.op.padEnd(30)} ${String(s.rows).padStart(9)} ${f(s.medianAbsPct)} ${f(s.p90AbsPct)}  ${s.slicesMet}/${s.slices}`);
+  if (familySlices.length) printFamilies(familySlices);
 }

@@ -2,11 +2,13 @@
 // data/calibration/<system>.json. Usage: npm run perf:fit [-- --ref DIR] [-- --system h200_sxm]
 // [-- --exclusions-only]: keep the fitted surfaces, recompute only which groups the tables leave out (seconds, not
 // the fit's tens of minutes; the same result as a full fit, whose exclusions are computed from the surfaces alone).
+// [-- --source sglang/0.5.14 [-- --op moe]]: refit that source (and op) only, keeping the rest of the system's file
+// (the same result as a full fit: sources are fitted one by one; exclusions are recomputed over all of them).
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { listSystems, loadSystem } from '../src/inputs/systems.js';
 import { dataPath, referencePath } from '../src/util/paths.js';
 import { FEATURES, GEMM_M_ALIGN, LOW_LATENCY, type ModelOp, type OpModel } from '../src/perf/model.js';
-import { commGroupKey, DEFAULT_FIT, fitGroup, fitMoeRouting, hostRoutedFrom, routesOf, unalignedMFactor } from '../src/perf/fit.js';
+import { commGroupKey, DEFAULT_FIT, fitGroup, fitMoeRouting, hostRoutedFrom, modelAwareMoe, nongatedShapes, routesOf, unalignedMFactor } from '../src/perf/fit.js';
 import { listRefTables, MLA_DECODE_KERNEL_FILE, readRefTable, REF_FILE_OP, sourceKey, type RefTable } from '../src/perf/reference.js';
 import { composeDecodeModules, COMPOSED_MLA_ENGINES } from '../src/perf/mla.js';
 import { modelSolOf, OP_SPECS, type Row } from '../src/perf/tables.js';
@@ -14,6 +16,7 @@ import { dtypeBytes, peaksOf, type Peaks } from '../src/perf/sol.js';
 import { findOutlierGroups, findUnservedGroups, modelLatency, parseCalibration, serializeCalibration, type SystemCalibration } from '../src/perf/calibration.js';
 import { baseMoeDistributions, moeRowsFor } from '../src/perf/aic.js';
 import { pointLatency } from '../src/perf/build.js';
+import { writeFamilyCalibrations } from '../src/perf/families-fit.js';
 
 const args = process.argv.slice(2);
 const argOf = (name: string): string | undefined => {
@@ -22,6 +25,8 @@ const argOf = (name: string): string | undefined => {
 };
 const refRoot = argOf('--ref') ?? referencePath('aic-silicon', 'kernels');
 const only = argOf('--system');
+const onlySource = argOf('--source');
+const onlyOp = argOf('--op');
 
 if (args.includes('--exclusions-only')) {
   for (const sys of listSystems()) {
@@ -78,6 +83,17 @@ for (const refSystem of systems) {
   const peaks = peaksOf(sys);
   const cal: SystemCalibration = { system: sys.name, generator: 'npm run perf:fit', sources: {} };
   const mine = tables.filter((t) => t.system === refSystem);
+  // Refitting part of a system: the rest comes from its current file.
+  const calPath = dataPath('calibration', `${sys.name}.json`);
+  const kept = onlySource && existsSync(calPath) ? parseCalibration(readFileSync(calPath, 'utf8')) : undefined;
+  if (kept) {
+    cal.sources = kept.sources;
+    if (kept.nccl) cal.nccl = kept.nccl;
+    if (kept.hostRouted) cal.hostRouted = kept.hostRouted.filter((h) => h.source !== onlySource || (onlyOp !== undefined && h.op !== onlyOp));
+  }
+  // Expert layers the system's tables timed as non-gated FFNs, whichever engine's table names them so.
+  const moeTables = mine.filter((t) => REF_FILE_OP[t.file] === 'moe');
+  const nongated = nongatedShapes((await Promise.all(moeTables.map(async (t) => (await readRefTable(t))?.rows ?? []))).flat());
   // Gather rows per (source, op); a source may hold several files for one op (MLA context + generation).
   const bySource = new Map<string, Map<ModelOp, RefTable[]>>();
   for (const t of mine) {
@@ -91,8 +107,10 @@ for (const refSystem of systems) {
     m.set(op, l);
   }
   for (const src of [...bySource.keys()].sort()) {
+    if (kept && src !== onlySource) continue;
     const ops = bySource.get(src)!;
     for (const op of [...ops.keys()].sort()) {
+      if (kept && onlyOp && op !== onlyOp) continue;
       const rows: Row[] = [];
       for (const t of ops.get(op)!) {
         const got = await readRefTable(t);
@@ -101,7 +119,9 @@ for (const refSystem of systems) {
       const t0 = Date.now();
       // MoE: balanced routing and the kernels engines serve with. Non-gated expert FFNs are another op; each
       // kernel keeps all its rows (its own group, see FEATURES.moe).
-      const moeRows = (): Row[] => moeRowsFor(rows, (role) => role !== 'nongated');
+      const [framework, version] = src.split('/') as [string, string];
+      const ownNongated = modelAwareMoe(framework, version) ? nongated : undefined;
+      const moeRows = (): Row[] => moeRowsFor(rows, (role) => role !== 'nongated', false, ownNongated);
       // Collectives of a host that routed GPU traffic through system memory: keep the groups it measured right.
       const commRows = (): Row[] => {
         const out: Row[] = [];
@@ -125,7 +145,7 @@ for (const refSystem of systems) {
       const model = fitOp(op, peaks, fitted);
       // MoE: how the other routings the reference measured change each group's latency.
       if (op === 'moe') {
-        const served = moeRowsFor(rows, (role) => role === 'served', true);
+        const served = moeRowsFor(rows, (role) => role === 'served', true, ownNongated);
         const base = baseMoeDistributions(rows);
         const dtypeOf = new Map(fitted.map((r) => [FEATURES.moe.group(r), String(r.dtype)]));
         for (const [g, gm] of Object.entries(model.groups)) {
@@ -170,3 +190,5 @@ for (const refSystem of systems) {
   writeFileSync(dataPath('calibration', `${sys.name}.json`), text);
   console.log(`wrote data/calibration/${sys.name}.json (${(text.length / 1024).toFixed(0)} KB)`);
 }
+// The hybrid and sparse-attention family ops have calibration files of their own (data/calibration/families/).
+for (const p of await writeFamilyCalibrations(refRoot, only, (line) => console.error(line))) console.log(`wrote ${p}`);

@@ -93,6 +93,8 @@ export interface BackendProfile {
   mxfp4ViaFp4Moe: boolean;
   /** Whether the release takes TRT-LLM's trtllm-gen MoE backend (moe_config.backend TRTLLM, from 1.0; see trtllmGenMoe). */
   trtllmGenMoe?: boolean;
+  /** Model architectures whose experts SGLang's server runs on FlashInfer's TRT-LLM-gen runner on Blackwell (see sglangTrtllmMoe). */
+  flashinferTrtllmMoeArchs?: readonly string[];
   /**
    * Whether sliding-window layers hold only their window of KV in GPU memory, leaving room for more sequences
    * (vLLM's hybrid allocator, SGLang's SWA pool). TRT-LLM's KV budget holds full-length sequences: its
@@ -288,6 +290,7 @@ export function backendProfile(backend: Backend, version: string, gpu: GpuFacts)
   }
   if (backend === 'trtllm' && atLeast('1.0') && !atLeast('1.1') && hopper) p.allReduceViaNccl = true;
   if (backend === 'trtllm' && atLeast('1.0')) p.trtllmGenMoe = true;
+  if (backend === 'sglang' && atLeast('0.5.14')) p.flashinferTrtllmMoeArchs = SGLANG_TRTLLM_MOE_ARCHS;
   const balance = adpBalanceTimeoutIters(backend, version);
   if (balance !== undefined) p.adpBalanceTimeoutIters = balance;
   // trtllm-serve's request path by release, from its low-load runs: 1.2+ answers in about the prefill plus 15-35 ms
@@ -316,6 +319,19 @@ export function streamTtftMs(prof: BackendProfile, streams: number, dp: number):
  */
 export function adpBalanceTimeoutIters(backend: Backend, version: string): number | undefined {
   return backend === 'trtllm' && onLineAtLeast(engineRelease(backend, version), '1.1') ? 60 : undefined;
+}
+
+/**
+ * Architectures for which SGLang 0.5.14's server (server_args model-specific adjustments, on SM100 with
+ * --moe-runner-backend auto and no all-to-all backend) selects the FlashInfer TRT-LLM-gen MoE runner; other models
+ * keep its Triton kernel. DeepSeek-V3 (and Kimi-K2) defaults to fp8 there; its 0.5.14 kernel tables time these
+ * models on that runner and the rest on Triton.
+ */
+const SGLANG_TRTLLM_MOE_ARCHS = ['DeepseekV3ForCausalLM', 'GlmMoeDsaForCausalLM', 'Llama4ForConditionalGeneration', 'Qwen3MoeForCausalLM', 'Qwen3VLMoeForConditionalGeneration', 'Qwen3_5MoeForConditionalGeneration'] as const;
+
+/** Whether an SGLang worker runs the model's experts on FlashInfer's TRT-LLM-gen runner (Blackwell: fp4 tensor cores). */
+export function sglangTrtllmMoe(prof: BackendProfile, architecture: string, system: SystemSpec): boolean {
+  return !!prof.flashinferTrtllmMoeArchs?.includes(architecture) && (system.gpu.tflops.nvfp4 ?? 0) > 0;
 }
 
 /**

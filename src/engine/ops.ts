@@ -6,7 +6,7 @@ import { isMoeLayer } from '../inputs/params.js';
 import type { CommQuery, MoeQuery, PerfSource } from '../perf/types.js';
 import { computeFlops, peaksOf, type Peaks } from '../perf/sol.js';
 import type { EngineContext, ParallelLayout } from './types.js';
-import { profileOf, trtllmGenMoe, type BackendProfile } from './backends.js';
+import { profileOf, sglangTrtllmMoe, trtllmGenMoe, type BackendProfile } from './backends.js';
 
 /** Layers that share one shape are priced once and multiplied by `count`. */
 export interface LayerKind {
@@ -206,6 +206,7 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
         inter: e.expertIntermediateSize, topk: e.topK, experts: expertSlots(e.numExperts, layout.moeEp),
         moeTp: layout.moeTp, moeEp: layout.moeEp,
         trtllmGen: !ctx.engineDefaultMoe && trtllmGenMoe(prof, ctx.moeDtype, system, layout),
+        flashinferTrtllm: sglangTrtllmMoe(prof, m.architecture, system),
       };
       let experts = moeMs(perf, qc, moeQ);
       // Engines that run MXFP4 experts through their fp4 MoE kernels do so where the GPU has fp4 tensor cores.

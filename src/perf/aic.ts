@@ -5,7 +5,7 @@ import { basename, join } from 'node:path';
 import type { Backend, SystemSpec } from '../inputs/types.js';
 import { InferplanError, InputError } from '../util/errors.js';
 import { versionDistance } from '../util/versions.js';
-import { moeKernelRoles, type MoeKernelRole } from './fit.js';
+import { moeKernelRoles, tagMoeKernels, type MoeKernelRole } from './fit.js';
 import { OpTable } from './grid.js';
 import { readRefTable, subdirs, type RefTable } from './reference.js';
 import { peaksOf } from './sol.js';
@@ -37,11 +37,12 @@ export function servingMoeRows(rows: Row[]): Row[] {
 /**
  * MoE rows as serving runs them: one routing distribution (pickMoeDistribution; every routing with
  * `everyRouting`), the MXFP4 kernel engines run (servingMoeRows), and of the rest the kernel roles `keep` accepts
- * (see moeKernelRoles).
+ * (see moeKernelRoles; `nongated`: the system's non-gated expert layers, nongatedShapes), tagged by kernel where
+ * one format was timed with two (tagMoeKernels).
  */
-export function moeRowsFor(rows: Row[], keep: (role: MoeKernelRole) => boolean, everyRouting = false): Row[] {
-  const r = servingMoeRows(everyRouting ? rows : pickMoeDistribution(rows));
-  const roles = moeKernelRoles(r);
+export function moeRowsFor(rows: Row[], keep: (role: MoeKernelRole) => boolean, everyRouting = false, nongated?: ReadonlySet<string>): Row[] {
+  const r = tagMoeKernels(servingMoeRows(everyRouting ? rows : pickMoeDistribution(rows)));
+  const roles = moeKernelRoles(r, nongated);
   return r.filter((_, i) => keep(roles[i]!));
 }
 

@@ -2,7 +2,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dataPath } from '../util/paths.js';
 import { versionDistance } from '../util/versions.js';
-import { FEATURES, LOW_LATENCY, MOE_MIN_LATENCY_TOKENS, MOE_ROUTING, TRTLLM_GEN, evalCorrection, withinRoutes, type GroupModel, type ModelOp, type OpModel } from './model.js';
+import { FEATURES, FLASHINFER_TRTLLM, LOW_LATENCY, MOE_MIN_LATENCY_TOKENS, MOE_ROUTING, TRTLLM_GEN, evalCorrection, withinRoutes, type GroupModel, type ModelOp, type OpModel } from './model.js';
 import { DTYPE_FALLBACK, OP_SPECS, type Row } from './tables.js';
 
 export interface SystemCalibration {
@@ -486,6 +486,11 @@ export function groupFor(op: ModelOp, m: OpModel, r: Row): GroupModel | undefine
   const low = op === 'moe' && lowKernel ? m.groups[`${g}|${LOW_LATENCY}`] : undefined;
   if (low && (!low.routes || withinRoutes(low.routes, r)) && withinBounds(m, low, def.features(r), 1)) return low;
   if (m.groups[g]) return m.groups[g];
+  // A kernel the source did not time beside another: the dtype's group is that kernel (or the nearest measured).
+  if (op === 'moe' && r.kernel === FLASHINFER_TRTLLM) {
+    const { kernel: _kernel, ...plain } = r;
+    return groupFor(op, m, plain);
+  }
   const parts = g.split('|');
   // Try each dtype-like part against its fallbacks.
   for (let i = 0; i < parts.length; i++) {

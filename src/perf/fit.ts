@@ -1,8 +1,9 @@
 // Least-squares fit of the op model's correction surfaces (ln latency - ln SOL) with a smoothness penalty,
 // solved by conjugate gradients on the normal equations. Deterministic: fixed order, fixed iteration count.
-import { FEATURES, GEMM_M_ALIGN, isLowLatencyKernel, latticePos, MOE_MIN_LATENCY_TOKENS, MOE_ROUTING, pairsOf, withinRoutes, type FeatureDef, type GroupModel } from './model.js';
+import { FEATURES, FLASHINFER_TRTLLM, GEMM_M_ALIGN, isLowLatencyKernel, latticePos, MOE_MIN_LATENCY_TOKENS, MOE_ROUTING, pairsOf, withinRoutes, type FeatureDef, type GroupModel } from './model.js';
 import type { Row } from './tables.js';
 import { ringBytesPerByte } from './sol.js';
+import { compareVersions } from '../util/versions.js';
 
 export interface FitOptions {
   /** Weight of the first-difference smoothness penalty (relative to the mean squared residual). */
@@ -216,20 +217,67 @@ export function routesOf(rows: Row[]): number[] {
   return [Math.min(...e), Math.max(...e), Math.min(...k), Math.max(...k)];
 }
 
+/** The expert layer a MoE row measured, without its parallelism and batch: "hidden|inter|experts|topk". */
+export function moeShapeKey(r: Row): string {
+  return `${r.hidden}|${r.inter}|${r.experts}|${r.topk}`;
+}
+
+/**
+ * Expert layers (moeShapeKey) that a system's tables timed with a kernel named non-gated (TRT-LLM's). Tables that
+ * time each model through the engine's own MoE layer with the model's activation (modelAwareMoe) measure those
+ * models (Nemotron-H's relu2 experts) non-gated too, under their usual kernel names (SGLang 0.5.14: FlashInfer
+ * CUTLASS on Hopper, TRT-LLM-gen on Blackwell, Triton on L40S). `rows`: every MoE row of one system.
+ */
+export function nongatedShapes(rows: Iterable<Row>): Set<string> {
+  const out = new Set<string>();
+  for (const r of rows) if (String(r.kernel ?? '').includes('nongated')) out.add(moeShapeKey(r));
+  return out;
+}
+
+/**
+ * Whether a source's MoE table timed each model as the engine runs it, gating included: SGLang from 0.5.14, whose
+ * collector drives SGLang's FusedMoE layer with each model's activation and gating (aiconfigurator
+ * collector/sglang/collect_moe.py; on H200 it times Nemotron-H through the FlashInfer CUTLASS runner SGLang
+ * serves it with, where earlier SGLang tables timed the same shapes with the gated Triton kernel).
+ */
+export function modelAwareMoe(framework: string, version: string): boolean {
+  return framework === 'sglang' && compareVersions(version, '0.5.14') >= 0;
+}
+
+/** SGLang's Triton MoE kernel, which its server runs unless a model architecture selects another runner. */
+const SGLANG_TRITON = 'sglang_fused_moe_triton';
+/** SGLang's FlashInfer TRT-LLM-gen MoE runner. */
+const SGLANG_FLASHINFER_TRTLLM = 'sglang_flashinfer_trtllm_moe';
+
+/**
+ * MoE rows with the kernel tag their group reads (FEATURES.moe.group): where one table timed a format with both
+ * SGLang's Triton kernel and its FlashInfer TRT-LLM-gen runner (SGLang 0.5.14 on Blackwell, each on the models
+ * its server selects it for: server_args picks the runner per architecture), the runner's rows are tagged
+ * FLASHINFER_TRTLLM, so each kernel is fitted on its own rows. Tagged rows are copies; the rest are returned as is.
+ */
+export function tagMoeKernels(rows: Row[]): Row[] {
+  const both = new Set<string>();
+  const triton = new Set(rows.filter((r) => r.kernel === SGLANG_TRITON).map((r) => String(r.dtype)));
+  for (const r of rows) if (r.kernel === SGLANG_FLASHINFER_TRTLLM && triton.has(String(r.dtype))) both.add(String(r.dtype));
+  if (!both.size) return rows;
+  return rows.map((r) => (r.kernel === SGLANG_FLASHINFER_TRTLLM && both.has(String(r.dtype)) ? { ...r, kernel: FLASHINFER_TRTLLM } : r));
+}
+
 /**
  * Role of each row of one reference MoE table, by the rule the lookup follows. Non-gated expert FFNs (two
- * matrices, not three) are another op than ours. Where TRT-LLM's low-latency kernel was measured, the engine
+ * matrices, not three) are another op than ours: rows of a kernel named so, or of an expert layer in `nongated`
+ * (nongatedShapes of the system's tables). Where TRT-LLM's low-latency kernel was measured, the engine
  * serves it up to MOE_MIN_LATENCY_TOKENS tokens on the routings it was measured on (routesOf, per dtype) and the
  * CUTLASS kernel elsewhere; the other kernel's row at that size and routing is not what serving runs, whether
  * or not the collector measured both at that shape.
  */
-export function moeKernelRoles(rows: Row[]): MoeKernelRole[] {
+export function moeKernelRoles(rows: Row[], nongated?: ReadonlySet<string>): MoeKernelRole[] {
   const routes = new Map<string, number[]>();
   for (const dtype of new Set(rows.filter(isLowLatencyKernel).map((r) => String(r.dtype)))) {
     routes.set(dtype, routesOf(rows.filter((r) => isLowLatencyKernel(r) && String(r.dtype) === dtype)));
   }
   return rows.map((r) => {
-    if (String(r.kernel ?? '').includes('nongated')) return 'nongated';
+    if (String(r.kernel ?? '').includes('nongated') || nongated?.has(moeShapeKey(r))) return 'nongated';
     const low = (r.tokens as number) <= MOE_MIN_LATENCY_TOKENS;
     if (isLowLatencyKernel(r)) return low ? 'served' : 'unserved';
     const lowServes = routes.get(String(r.dtype));

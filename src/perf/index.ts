@@ -16,6 +16,7 @@ import { TablePerfSource, type ModelProvider } from './source.js';
 import { loadCalibration, modelLatency, resolvedModel, type SystemCalibration } from './calibration.js';
 import { planFor, type SynthesisPlan } from './build.js';
 import type { ModelOp, OpModel } from './model.js';
+import { FamilyPricer, loadFamilyCalibration } from './families.js';
 import { modelSolOf, OP_NAMES, OP_SPECS, PACKED_FILE, parseCsv, readPacked, type OpName, type PackedTables, type Row } from './tables.js';
 import type { PerfSource, PerfSourceInfo } from './types.js';
 
@@ -192,7 +193,10 @@ function openOurDir(dir: string, system: SystemSpec, fallback: PerfSource, eager
   const model = kind === 'synthesized' && meta ? modelProvider(system, meta.backend as Backend, meta.version) : undefined;
   // Facts of the tables themselves live in the meta.yaml beside them.
   const tablesMeta = meta?.tables_from ? readMeta(filesDir) : meta;
-  return new TablePerfSource(system, info, provide, fallback, model, tablesMeta?.gemm_unaligned_m);
+  const families = kind === 'synthesized' && meta
+    ? new FamilyPricer(peaks, String(meta.backend), String(meta.version), loadFamilyCalibration(system.name))
+    : undefined;
+  return new TablePerfSource(system, info, provide, fallback, model, tablesMeta?.gemm_unaligned_m, families);
 }
 
 /** The calibrated op model a synthesized directory was built from, for keys its tables do not list. */

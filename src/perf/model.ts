@@ -25,6 +25,13 @@ export const LOW_LATENCY = 'low_latency';
 /** MoE lookup rows of workers on TRT-LLM's trtllm-gen backend (MoeQuery.trtllmGen): the low-latency group at every size. */
 export const TRTLLM_GEN = 'trtllm_gen';
 
+/**
+ * MoE rows of SGLang's FlashInfer TRT-LLM-gen runner in a table that timed the same format with SGLang's Triton
+ * kernel too (tagMoeKernels), and lookups of workers SGLang serves with that runner (MoeQuery.flashinferTrtllm): a
+ * group of their own ("<dtype>|flashinfer_trtllm"). SGLang picks the runner per model architecture, not per shape.
+ */
+export const FLASHINFER_TRTLLM = 'flashinfer_trtllm';
+
 /** Whether a reference MoE row timed TRT-LLM's low-latency kernel. */
 export function isLowLatencyKernel(r: Row): boolean {
   return String(r.kernel ?? '').includes('min_latency');
@@ -82,8 +89,9 @@ export const FEATURES: Record<ModelOp, FeatureDef> = {
     // 2.5x slower at EP 32 / 64 than at EP 16); the tokens follow from tokens per expert, experts per GPU and ranks.
     names: ['log2_ep', 'log2_hidden', 'log2_inter_per_tp', 'log2_experts_per_ep', 'log2_tokens_per_expert', 'log2_work_per_gpu/2'],
     lo: [0, 11, 5, 0, -6, 0], hi: [8, 13, 14, 9, 12, 24],
-    // Rows of TRT-LLM's low-latency FP4 kernel form their own group (see MOE_MIN_LATENCY_TOKENS).
-    group: (r) => (isLowLatencyKernel(r) ? `${r.dtype}|${LOW_LATENCY}` : String(r.dtype)),
+    // Rows of TRT-LLM's low-latency FP4 kernel form their own group (see MOE_MIN_LATENCY_TOKENS), as do those of
+    // SGLang's FlashInfer TRT-LLM-gen runner beside its Triton kernel (FLASHINFER_TRTLLM).
+    group: (r) => (isLowLatencyKernel(r) ? `${r.dtype}|${LOW_LATENCY}` : r.kernel === FLASHINFER_TRTLLM ? `${r.dtype}|${FLASHINFER_TRTLLM}` : String(r.dtype)),
     features: (r) => [
       l2(num(r, 'moe_ep')), l2(num(r, 'hidden')), l2(num(r, 'inter') / num(r, 'moe_tp')), l2(num(r, 'experts') / num(r, 'moe_ep')),
       Math.log2((num(r, 'tokens') * num(r, 'topk')) / num(r, 'experts')),

@@ -4,6 +4,7 @@ import type { Backend, Dtype } from '../inputs/types.js';
 import { loadPerfSource } from './index.js';
 import { MOE_DISTRIBUTIONS } from './model.js';
 import { DEEPSEEK_MLA } from './tables.js';
+import { answerFamily, FAMILY_OPS } from './families-query.js';
 import type { Collective, MlaPhase, PerfSource } from './types.js';
 
 type Obj = Record<string, unknown>;
@@ -83,8 +84,11 @@ function answer(src: PerfSource, o: Obj): number {
         dtype: needStr(o, 'dtype', 'bfloat16') as Dtype, kvDtype: needStr(o, 'kv_dtype', 'bfloat16') as Dtype,
       });
     }
-    default:
-      throw new Error(`op "${op}" is not one of ${OPS.join(', ')}`);
+    default: {
+      const v = answerFamily(src, op, o);
+      if (v === undefined) throw new Error(`op "${op}" is not one of ${[...OPS, ...FAMILY_OPS].join(', ')}`);
+      return v;
+    }
   }
 }
 

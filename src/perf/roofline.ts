@@ -2,9 +2,10 @@
 // Used when no table covers a query and as the reference shape of the synthesized model.
 import type { SystemSpec } from '../inputs/types.js';
 import * as sol from './sol.js';
+import { FamilyPricer } from './families.js';
 import type {
-  Collective, CommQuery, ContextAttentionQuery, ElementwiseQuery, GemmQuery, GenerationAttentionQuery, MlaQuery, MoeQuery,
-  PerfSource, PerfSourceInfo,
+  Collective, CommQuery, ContextAttentionQuery, ElementwiseQuery, GemmQuery, GenerationAttentionQuery, HyperConnectionQuery,
+  LinearAttentionQuery, MlaQuery, MoeQuery, PerfSource, PerfSourceInfo, QuantizeQuery, SparseAttentionQuery,
 } from './types.js';
 
 /** Constant efficiencies and overheads (ms) of the plain roofline. */
@@ -22,8 +23,11 @@ export const ROOFLINE = {
 
 export class RooflinePerfSource implements PerfSource {
   readonly peaks: sol.Peaks;
+  /** Family ops at the roofline's constant efficiencies (no calibration). */
+  private readonly families: FamilyPricer;
   constructor(readonly system: SystemSpec, readonly info: PerfSourceInfo) {
     this.peaks = sol.peaksOf(system);
+    this.families = new FamilyPricer(this.peaks, info.backend, info.version);
   }
   gemm(q: GemmQuery): number {
     return sol.gemmSol(this.peaks, q.dtype, q.m, q.n, q.k) / ROOFLINE.gemm.eff + ROOFLINE.gemm.fixed;
@@ -57,5 +61,17 @@ export class RooflinePerfSource implements PerfSource {
   }
   p2p(bytes: number, crossNode: boolean): number {
     return bytes / (crossNode ? this.peaks.inter : this.peaks.intra) + ROOFLINE.p2pFixed;
+  }
+  linearAttention(q: LinearAttentionQuery): number {
+    return this.families.linearAttention(q);
+  }
+  sparseAttention(q: SparseAttentionQuery): number {
+    return this.families.sparseAttention(q);
+  }
+  hyperConnection(q: HyperConnectionQuery): number {
+    return this.families.hyperConnection(q);
+  }
+  quantize(q: QuantizeQuery): number {
+    return this.families.quantize(q);
   }
 }

@@ -2,13 +2,14 @@
 // with a fallback source for ops or dtypes the tables lack.
 import type { SystemSpec } from '../inputs/types.js';
 import { OpTable } from './grid.js';
-import { GEMM_M_ALIGN, MOE_DISTRIBUTIONS, MOE_MIN_LATENCY_TOKENS, TRTLLM_GEN } from './model.js';
+import { FLASHINFER_TRTLLM, GEMM_M_ALIGN, MOE_DISTRIBUTIONS, MOE_MIN_LATENCY_TOKENS, TRTLLM_GEN } from './model.js';
 import { GemmFast } from './gemm-fast.js';
 import * as sol from './sol.js';
 import { DTYPE_FALLBACK, OP_SPECS, type OpName, type Row } from './tables.js';
+import type { FamilyPricer } from './families.js';
 import type {
-  Collective, CommQuery, ContextAttentionQuery, ElementwiseQuery, GemmQuery, GenerationAttentionQuery, MlaQuery, MoeQuery,
-  PerfSource, PerfSourceInfo,
+  Collective, CommQuery, ContextAttentionQuery, ElementwiseQuery, GemmQuery, GenerationAttentionQuery, HyperConnectionQuery,
+  LinearAttentionQuery, MlaQuery, MoeQuery, PerfSource, PerfSourceInfo, QuantizeQuery, SparseAttentionQuery,
 } from './types.js';
 
 /** Provides the table of an op on first use (undefined when the source has none). */
@@ -34,6 +35,8 @@ export class TablePerfSource implements PerfSource {
     private readonly model?: ModelProvider,
     /** GEMM dtypes whose kernel pays for m off GEMM_M_ALIGN, with the factor (the tables price aligned m). */
     private readonly gemmUnalignedM: Record<string, number> = {},
+    /** The calibrated models of the hybrid and sparse-attention family ops (else the fallback answers them). */
+    readonly families?: FamilyPricer,
   ) {
     this.peaks = sol.peaksOf(system);
   }
@@ -54,8 +57,9 @@ export class TablePerfSource implements PerfSource {
     if (!t) return undefined;
     if (this.model) {
       // Keys the synthesized table lists are interpolated; other shapes come from the same model directly. The
-      // table holds the engine's default MoE kernels, so trtllm-gen past the switch asks the model.
-      const beyondTable = r.kernel === TRTLLM_GEN && (r.tokens as number) > MOE_MIN_LATENCY_TOKENS;
+      // table holds the engine's default MoE kernels, so trtllm-gen past the switch, and SGLang's TRT-LLM-gen runner,
+      // ask the model.
+      const beyondTable = (r.kernel === TRTLLM_GEN && (r.tokens as number) > MOE_MIN_LATENCY_TOKENS) || r.kernel === FLASHINFER_TRTLLM;
       const exact = beyondTable ? undefined : t.lookup(r, true);
       if (exact !== undefined) return exact;
       const m = this.model(op, r);
@@ -177,6 +181,7 @@ export class TablePerfSource implements PerfSource {
   moe(q: MoeQuery): number {
     const r: Row = { dtype: q.dtype, tokens: q.tokens, hidden: q.hidden, inter: q.inter, topk: q.topk, experts: q.experts, moe_tp: q.moeTp, moe_ep: q.moeEp };
     if (q.trtllmGen) r.kernel = TRTLLM_GEN;
+    else if (q.flashinferTrtllm) r.kernel = FLASHINFER_TRTLLM;
     // A routing the tables were never given is not silently priced as another one (or by the roofline).
     const t = q.distribution ? this.table('moe') : undefined;
     const held = t && this.held('moe', t, 'distribution');
@@ -207,6 +212,22 @@ export class TablePerfSource implements PerfSource {
 
   p2p(bytes: number, crossNode: boolean): number {
     return this.fb().p2p(bytes, crossNode);
+  }
+
+  linearAttention(q: LinearAttentionQuery): number {
+    return this.families ? this.families.linearAttention(q) : this.fb().linearAttention(q);
+  }
+
+  sparseAttention(q: SparseAttentionQuery): number {
+    return this.families ? this.families.sparseAttention(q) : this.fb().sparseAttention(q);
+  }
+
+  hyperConnection(q: HyperConnectionQuery): number {
+    return this.families ? this.families.hyperConnection(q) : this.fb().hyperConnection(q);
+  }
+
+  quantize(q: QuantizeQuery): number {
+    return this.families ? this.families.quantize(q) : this.fb().quantize(q);
   }
 
   private fb(): PerfSource {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { fitGroup, fitMoeRouting, hostRoutedFrom, moeKernelRoles, routesOf, unalignedMFactor } from '../../src/perf/fit.js';
+import { fitGroup, fitMoeRouting, hostRoutedFrom, modelAwareMoe, moeKernelRoles, nongatedShapes, routesOf, tagMoeKernels, unalignedMFactor } from '../../src/perf/fit.js';
 import type { Row } from '../../src/perf/tables.js';
-import { evalCorrection, FEATURES, LOW_LATENCY, MOE_MIN_LATENCY_TOKENS, MOE_ROUTING, type GroupModel, type OpModel } from '../../src/perf/model.js';
+import { evalCorrection, FEATURES, FLASHINFER_TRTLLM, LOW_LATENCY, MOE_MIN_LATENCY_TOKENS, MOE_ROUTING, type GroupModel, type OpModel } from '../../src/perf/model.js';
 import { clampToBox, groupFor, decodeSurface, encodeSurface, modelLatency, pickSource, type SystemCalibration } from '../../src/perf/calibration.js';
 
 describe('op-model fit', () => {
@@ -51,6 +51,36 @@ describe('op-model fit', () => {
     };
     expect(unalignedMFactor(rows(1.26))).toBeCloseTo(1.26, 3);
     expect(unalignedMFactor(rows(1.03))).toBeUndefined();
+  });
+
+  it("fits each of SGLang's two gated MoE kernels on its own rows and prices the one a worker runs", () => {
+    const row = (kernel: string, dtype: string, hidden: number): Row => ({ dtype, hidden, inter: 1536, topk: 8, experts: 128, moe_tp: 1, moe_ep: 1, tokens: 64, distribution: 'balanced', kernel });
+    const rows = [row('sglang_fused_moe_triton', 'bfloat16', 6144), row('sglang_flashinfer_trtllm_moe', 'bfloat16', 4096), row('sglang_flashinfer_trtllm_moe', 'nvfp4', 4096)];
+    const tagged = tagMoeKernels(rows);
+    // The runner's rows join a group of their own only where the format was timed with Triton too.
+    expect(tagged.map((r) => FEATURES.moe.group(r))).toEqual(['bfloat16', `bfloat16|${FLASHINFER_TRTLLM}`, 'nvfp4']);
+    expect(rows[1]!.kernel).toBe('sglang_flashinfer_trtllm_moe');
+    expect(tagMoeKernels(rows.slice(1))).toEqual(rows.slice(1));
+    const triton: GroupModel = { rows: 9, surfaces: [] }, trtllm: GroupModel = { rows: 8, surfaces: [] }, nvfp4: GroupModel = { rows: 7, surfaces: [] };
+    const m: OpModel = { features: [], lo: FEATURES.moe.lo, hi: FEATURES.moe.hi, scale: 0.001, groups: { bfloat16: triton, [`bfloat16|${FLASHINFER_TRTLLM}`]: trtllm, nvfp4 } };
+    const q = (dtype: string, kernel?: string): Row => ({ ...row('', dtype, 4096), ...(kernel ? { kernel } : {}) });
+    expect(groupFor('moe', m, q('bfloat16'))).toBe(triton);
+    expect(groupFor('moe', m, q('bfloat16', FLASHINFER_TRTLLM))).toBe(trtllm);
+    // A format the runner alone was timed with: its group is the runner's.
+    expect(groupFor('moe', m, q('nvfp4', FLASHINFER_TRTLLM))).toBe(nvfp4);
+  });
+
+  it('reports non-gated expert layers apart where a table times them under a usual kernel name', () => {
+    const row = (kernel: string, hidden: number, inter: number): Row => ({ dtype: 'bfloat16', hidden, inter, topk: 6, experts: 128, moe_tp: 1, moe_ep: 1, tokens: 64, distribution: 'balanced', kernel });
+    const trtllm = [row('moe_torch_flow_nongated', 2688, 1856), row('moe_torch_flow_cutlass', 2048, 768)];
+    const sglang = [row('sglang_flashinfer_cutlass_moe', 2688, 1856), row('sglang_fused_moe_triton', 2048, 768)];
+    const nongated = nongatedShapes([...trtllm, ...sglang]);
+    expect([...nongated]).toEqual(['2688|1856|128|6']);
+    expect(moeKernelRoles(sglang, nongated)).toEqual(['nongated', 'served']);
+    expect(moeKernelRoles(sglang)).toEqual(['served', 'served']);
+    expect(modelAwareMoe('sglang', '0.5.14')).toBe(true);
+    expect(modelAwareMoe('sglang', '0.5.10')).toBe(false);
+    expect(modelAwareMoe('trtllm', '1.3.0rc20')).toBe(false);
   });
 
   it('tells served MoE kernels from the kernel the switch does not pick and from non-gated FFNs', () => {

@@ -44,6 +44,14 @@ export function registerPerf(program: Command): void {
     .option('--backend-version <version>', 'default engine version for lines without one')
     .option('--perf-data <dir>', 'default table source: a directory in our format or an aiconfigurator data directory')
     .option('--json', 'accepted for symmetry; output is always JSON lines')
+    .addHelpText('after', `
+ops: gemm, context_attention, generation_attention, allreduce, nccl, moe, mla, and the hybrid / sparse-attention families:
+  {"op":"linear_attention","kind":"gdn|mamba2|kda","phase":"context|generation","batch":8,"seq":1024,"heads":64,"key_heads":16}
+  {"op":"sparse_attention","kind":"dsa|dsv4_csa|dsv4_hca|minimax_msa","phase":"generation","batch":32,"seq":8192,"heads":16}
+  {"op":"hyper_connection","tokens":4096,"hidden":4096,"multiplier":4}
+  {"op":"quantize","mode":"dynamic","m":4096,"k":7168}
+Head counts are per GPU; dimensions left out default to Qwen3.5-397B (gdn), Nemotron-3-Super (mamba2), Kimi linear (kda),
+DeepSeek-V3.2 (dsa), DeepSeek-V4-Flash (dsv4_*) and MiniMax-M3 (minimax_msa).`)
     .action(async (opts: { system?: string; backend?: string; backendVersion?: string; perfData?: string; json?: boolean }) =>
       runAction({}, async () => {
         const text = await readStdin();
