@@ -65,7 +65,7 @@ export const EXAMPLES: Example[] = [
   {
     name: 'default',
     args: ['default', '--hf-id', 'Qwen/Qwen3-32B', '--system', 'h200_sxm', '--total-gpus', '8', '--isl', '4000', '--osl', '500', '--ttft', '600', '--tpot', '16.67'],
-    trim: { to: /^Pareto frontier/, note: 'an ASCII Pareto frontier and the top-5 aggregated and disaggregated tables follow' },
+    trim: { to: /^│ request latency/, note: 'request latency, where the bands come from, the calibration, an ASCII Pareto frontier and the top-5 aggregated and disaggregated tables follow' },
   },
   {
     name: 'estimate',
@@ -77,8 +77,8 @@ export const EXAMPLES: Example[] = [
     trim: {
       from: /^┌/,
       fromNote: 'the command line with its defaults and the search parameters',
-      to: /^Fewest GPUs, aggregated/,
-      note: 'tables of the five fewest-GPU aggregated and disaggregated layouts follow',
+      to: /^│ per GPU/,
+      note: 'per-GPU and per-user rates, TTFT, TPOT, and tables of the five fewest-GPU aggregated and disaggregated layouts follow',
     },
   },
   {
@@ -92,7 +92,8 @@ export const EXAMPLES: Example[] = [
   },
   {
     name: 'support',
-    args: ['support', '--hf-id', 'openai/gpt-oss-120b', '--system', 'b200_sxm', '--backend', 'sglang'],
+    args: ['support', '--hf-id', 'zai-org/GLM-5', '--system', 'b200_sxm', '--backend', 'sglang'],
+    trim: { from: /^sglang +0\.5\.14/, fromNote: 'the fit rule, the table header and the older SGLang releases (the same answer)' },
   },
   {
     name: 'perf-query',
@@ -108,7 +109,7 @@ export const EXAMPLES: Example[] = [
   },
   {
     name: 'models',
-    args: ['models', '--hf-id', 'Qwen/Qwen3-32B'],
+    args: ['models', '--hf-id', 'Qwen/Qwen3.5-397B-A17B'],
   },
 ];
 
@@ -148,7 +149,8 @@ function trimOutput(ex: Example, text: string): string {
     lines = lines.slice(0, t.head);
     cut = true;
   }
-  while (lines.length > 0 && lines[lines.length - 1] === '') lines.pop();
+  // A cut inside a table ends on its last row, not on a border line.
+  while (lines.length > 0 && (lines[lines.length - 1] === '' || (cut && /^[├┌]─/.test(lines[lines.length - 1]!)))) lines.pop();
   if (cut) lines.push(`[... trimmed: ${t.note ?? 'more lines follow'}]`);
   return [...head, ...lines].join('\n');
 }

@@ -10,6 +10,7 @@ import { InputError } from '../util/errors.js';
 import { escapeControl } from '../util/text.js';
 import type { Backend, ModelSpec } from '../inputs/types.js';
 import { releaseOfBuild, type Row, type RowInputs } from '../engine/rows.js';
+import { resolveSpeculation } from '../engine/speculation.js';
 import type { CommonInputs } from './options.js';
 
 /**
@@ -66,6 +67,12 @@ export async function loadEngineContext(
     kvDtype: dt.kvDtype,
     workload: { isl: inputs.isl, osl: inputs.osl, prefix: inputs.prefix },
   };
+  // --nextn / --speculative: refused here (exit 2) for a model with no MTP layers and no known draft. `auto`
+  // leaves the context plain; `default` searches the depths itself.
+  if (inputs.speculation && inputs.speculation.nextn !== 'auto') {
+    const spec = resolveSpeculation(model, inputs.speculation);
+    if (spec) ctx.speculation = spec;
+  }
   if (inputs.calibration) {
     ctx.correction = loadCorrectionProfile(inputs.calibration);
     checkCorrectionFits(ctx.correction, { model: [inputs.hfId, model.id], system: [system.name, inputs.system], backend }, extra.strictCalibration ?? inputs.strictCalibration);

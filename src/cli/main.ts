@@ -21,6 +21,8 @@ const COMMANDS: Record<string, () => Promise<Register>> = {
   perf: async () => (await import('./commands/perf.js')).registerPerf,
   models: async () => (await import('./commands/models.js')).registerModels,
   systems: async () => (await import('./commands/systems.js')).registerSystems,
+  'planner-profile': async () => (await import('./commands/planner-profile.js')).registerPlannerProfile,
+  dgdr: async () => (await import('./commands/dgdr.js')).registerDgdr,
 };
 
 const pkg = createRequire(import.meta.url)('../../package.json') as { version: string };

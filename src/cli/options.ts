@@ -5,6 +5,9 @@ import { nonNegativeInt, positiveInt, positiveNumber } from './common.js';
 import { InputError } from '../util/errors.js';
 import { BACKENDS, DTYPES, type Backend, type Dtype, type Sla } from '../inputs/types.js';
 import { parseDynamoVersion } from '../output/images.js';
+import { MAX_NEXTN, parseAcceptRates, type SpeculationRequest } from '../engine/speculation.js';
+import { CLUSTER_CHECKS, CLUSTER_FLAGS, type ClusterOptions } from '../output/cluster.js';
+import { TARGETS, type Target } from '../output/llmd.js';
 
 export const DEFAULTS = { isl: 4000, osl: 1000, ttft: 2000, tpot: 30, topN: 5 } as const;
 
@@ -54,7 +57,19 @@ export function addSlaOptions(cmd: Command): Command {
   return cmd
     .option('--ttft <ms>', `time-to-first-token target, ms (default ${DEFAULTS.ttft})`, positiveNumber('--ttft'))
     .option('--tpot <ms>', `time-per-output-token target, ms (default ${DEFAULTS.tpot})`, positiveNumber('--tpot'))
-    .option('--request-latency <ms>', 'end-to-end request latency target, ms', positiveNumber('--request-latency'));
+    .option('--request-latency <ms>', 'end-to-end request latency target, ms', positiveNumber('--request-latency'))
+    .option(
+      '--sla-confidence <p>',
+      'judge each target against this quantile of its metric\'s error band: 0.5 = the prediction (default), 0.9 = the band\'s upper end',
+      slaConfidenceParser,
+    );
+}
+
+/** --sla-confidence: a probability strictly between 0 and 1. */
+export function slaConfidenceParser(v: string): number {
+  const p = Number(v);
+  if (!(p > 0 && p < 1)) throw new InputError(`--sla-confidence "${v}" is not a probability; accepted: a number between 0 and 1, e.g. 0.5, 0.8, 0.9`);
+  return p;
 }
 
 export const DYNAMO_VERSION_HELP =
@@ -76,18 +91,107 @@ export function imageParser(flag: string) {
   };
 }
 
+export const PLANNER_HELP =
+  "disagg plans: add Dynamo's SLA planner to k8s_deploy.yaml and write its profiles (JSON, NPZ, plots) and planner_profile_configmap.yaml (docs/planner.md)";
+
 export function addSaveOptions(cmd: Command): Command {
-  return cmd
+  cmd
     .option('--save-dir <dir>', 'write the results directory here')
     .option('--force', 'replace an existing results directory')
     .option('--dynamo-version <v>', DYNAMO_VERSION_HELP, dynamoVersionParser)
-    .option('--image <image>', IMAGE_HELP, imageParser('--image'));
+    .option('--image <image>', IMAGE_HELP, imageParser('--image'))
+    .option('--planner', PLANNER_HELP);
+  // The planner files live in the results directory: asking for them without one is a usage error.
+  cmd.hook('preAction', (c) => {
+    const o = c.opts();
+    if (o.planner === true && typeof o.saveDir !== 'string') throw new InputError('--planner writes the planner files into the results directory; add --save-dir DIR');
+  });
+  return addClusterOptions(cmd);
+}
+
+/** Help of the cluster flags (defaults: docs/output.md, "Cluster settings"). */
+const CLUSTER_HELP: Record<keyof ClusterOptions, [string, string]> = {
+  namespace: ['<name>', "namespace of every object (default: kubectl's current namespace)"],
+  imagePullSecret: ['<name>', 'Secret the pods pull images with (default: none)'],
+  hfTokenSecret: ['<name>', 'Secret holding HF_TOKEN, or "none" (default: hf-token-secret)'],
+  modelCachePvc: ['<name>', 'PersistentVolumeClaim holding the weights, mounted at /opt/models (default: model-cache)'],
+  modelCacheSize: ['<size>', 'create that PVC with this size (e.g. 500Gi) in k8s_deploy.yaml (default: use an existing one)'],
+  modelCachePath: ['<path>', 'weights inside the volume, relative (default: a local checkpoint folder\'s name; Hub ids download)'],
+  servedModelName: ['<name>', 'model name clients send (default: the model id)'],
+};
+
+/** --target: what the results directory deploys with. */
+export function targetParser(v: string): Target {
+  const t = v.trim().toLowerCase() as Target;
+  if (!TARGETS.includes(t)) throw new InputError(`--target "${v}" is not a deployment target; accepted: ${TARGETS.join(', ')}`);
+  return t;
+}
+
+/** The deployment flags: --target and the cluster settings, each checked when parsed (one-line InputError, exit 2). */
+export function addClusterOptions(cmd: Command): Command {
+  cmd.option('--target <name>', 'what the bundles deploy with: dynamo (DynamoGraphDeployment, default) or llm-d (model service Helm values, vLLM)', targetParser);
+  for (const [field, flag] of Object.entries(CLUSTER_FLAGS) as Array<[keyof ClusterOptions, string]>) {
+    const [arg, help] = CLUSTER_HELP[field];
+    cmd.option(`${flag} ${arg}`, help, (v: string) => CLUSTER_CHECKS[field](flag, v.trim()));
+  }
+  return cmd;
+}
+
+/** --target as parsed (undefined: dynamo). */
+export function targetOf(o: Record<string, unknown>): Target | undefined {
+  return typeof o.target === 'string' ? targetParser(o.target) : undefined;
+}
+
+/** The cluster flags given, for the results directory (undefined when none). */
+export function clusterOptionsOf(o: Record<string, unknown>): ClusterOptions | undefined {
+  const out: ClusterOptions = {};
+  for (const field of Object.keys(CLUSTER_FLAGS) as Array<keyof ClusterOptions>) if (typeof o[field] === 'string') out[field] = o[field] as string;
+  return Object.keys(out).length > 0 ? out : undefined;
 }
 
 /** The images --image gives, by component (all of them), for the results directory. */
 export function imagesOf(o: Record<string, unknown>): { frontend: string; agg: string; prefill: string; decode: string } | undefined {
   const image = o.image as string | undefined;
   return image === undefined ? undefined : { frontend: image, agg: image, prefill: image, decode: image };
+}
+
+/** --nextn: a draft depth 0-8, or auto (default only). */
+function nextnParser(v: string): number | 'auto' {
+  if (v.trim().toLowerCase() === 'auto') return 'auto';
+  const n = Number(v);
+  if (!/^\s*\d+\s*$/.test(v) || n > MAX_NEXTN) throw new InputError(`--nextn "${v}" is not a draft depth; accepted: 0 to ${MAX_NEXTN} (0 = off), or auto`);
+  return n;
+}
+
+/** --nextn-accept-rates: comma-separated acceptance of each draft position, each in (0, 1]. */
+function acceptRatesParser(v: string): number[] {
+  const rates = parseAcceptRates(v);
+  if (!rates || rates.length === 0) {
+    throw new InputError(`--nextn-accept-rates "${v}" is not a list of acceptance rates; accepted: numbers in (0, 1] separated by commas, one per draft position (e.g. 0.85,0.5,0.4)`);
+  }
+  return rates;
+}
+
+/** Speculative decoding: --nextn, --nextn-accept-rates, --speculative (read by readSpeculation). */
+export function addSpeculationOptions(cmd: Command): Command {
+  return cmd
+    .addOption(new Option('--nextn <n>', 'speculative draft tokens per decode step: 0 (off, default) to 8, or auto (default: search 0-3)').argParser(nextnParser))
+    .addOption(new Option('--nextn-accept-rates <rates>', 'acceptance of each draft position, e.g. 0.85,0.5,0.4 (default: the model family\'s published figures, reported as assumed)').argParser(acceptRatesParser))
+    .addOption(new Option('--speculative <method>', "draft: mtp (the checkpoint's own MTP layers), eagle3 (a known EAGLE-3 draft model) or off").choices(['mtp', 'eagle3', 'off']));
+}
+
+/** The speculation flags as a request (undefined when none was given). */
+export function readSpeculation(o: Record<string, unknown>): SpeculationRequest | undefined {
+  const nextn = o.nextn as number | 'auto' | undefined;
+  const acceptRates = o.nextnAcceptRates as number[] | undefined;
+  const method = o.speculative as SpeculationRequest['method'];
+  if (nextn === undefined && acceptRates === undefined && method === undefined) return undefined;
+  return { nextn, acceptRates, method };
+}
+
+/** --nextn auto belongs to `default`, which searches the depths; other commands price one. */
+export function refuseAutoNextn(req: SpeculationRequest | undefined, command: string): void {
+  if (req?.nextn === 'auto') throw new InputError(`--nextn auto searches draft depths and is accepted by default only; ${command} takes --nextn 0 to ${MAX_NEXTN}`);
 }
 
 /** Plain values of the shared flags, defaults applied. */
@@ -108,6 +212,10 @@ export interface CommonInputs {
   ttft: number;
   tpot: number;
   requestLatency?: number;
+  /** --sla-confidence, when given. */
+  slaConfidence?: number;
+  /** --nextn / --nextn-accept-rates / --speculative, when the command takes them and any was given. */
+  speculation?: SpeculationRequest;
 }
 
 export function readCommonInputs(o: Record<string, unknown>): CommonInputs {
@@ -130,10 +238,17 @@ export function readCommonInputs(o: Record<string, unknown>): CommonInputs {
     ttft: (o.ttft as number | undefined) ?? DEFAULTS.ttft,
     tpot: (o.tpot as number | undefined) ?? DEFAULTS.tpot,
     requestLatency: o.requestLatency as number | undefined,
+    slaConfidence: o.slaConfidence as number | undefined,
+    speculation: readSpeculation(o),
   };
 }
 
 /** The SLA the search filters by, from the shared flags. */
 export function slaOf(inputs: CommonInputs): Sla {
-  return { ttftMs: inputs.ttft, tpotMs: inputs.tpot, requestLatencyMs: inputs.requestLatency };
+  return {
+    ttftMs: inputs.ttft,
+    tpotMs: inputs.tpot,
+    requestLatencyMs: inputs.requestLatency,
+    ...(inputs.slaConfidence !== undefined && { confidence: inputs.slaConfidence }),
+  };
 }

@@ -45,9 +45,24 @@ export function loadBands(): ErrorBandsFile | null {
   return loaded;
 }
 
-/** Group keys from the finest to the coarsest. */
-export function groupKeys(system: string, backend: string, family: string, mode: string): string[] {
-  return [
+/** Load buckets of the bands: clients per GPU up to 1, up to 8, above (errors grow with load). */
+export const LOAD_EDGES = [1, 8];
+const LOAD_NAMES = ['light', 'mid', 'heavy'];
+
+/** The load bucket of an estimate with `clients` on `gpus` GPUs, or undefined when unknown. */
+export function loadOf(clients: number | undefined, gpus: number | undefined): string | undefined {
+  if (!(clients! > 0) || !(gpus! > 0)) return undefined;
+  const perGpu = clients! / gpus!;
+  const i = LOAD_EDGES.findIndex((e) => perGpu <= e);
+  return LOAD_NAMES[i < 0 ? LOAD_EDGES.length : i];
+}
+
+/**
+ * Group keys from the finest to the coarsest. With a load bucket, each group at that load comes before the
+ * group at every load (a group at one load needs the rows the fit asks for, as any).
+ */
+export function groupKeys(system: string, backend: string, family: string, mode: string, load?: string): string[] {
+  const keys = [
     `${system}|${backend}|${family}|${mode}`,
     `*|${backend}|${family}|${mode}`,
     `*|*|${family}|${mode}`,
@@ -55,6 +70,7 @@ export function groupKeys(system: string, backend: string, family: string, mode:
     `*|*|*|${mode}`,
     `*|*|*|*`,
   ];
+  return load === undefined ? keys : keys.flatMap((k) => [`${k}|${load}`, k]);
 }
 
 /** The table that serves estimates of a kind (dense or moe) and mode. */
@@ -93,16 +109,18 @@ export function band(pred: number, s: ErrorStat): Band {
 
 const statMemo = new WeakMap<EngineContext, Record<string, { ttft: Found; tpot: Found; thr: Found; ownTable: boolean }>>();
 
-function statsOf(ctx: EngineContext, mode: 'agg' | 'disagg') {
+/** The bands' statistics for a mode, at a load bucket when given (the basis words use the groups at every load). */
+function statsOf(ctx: EngineContext, mode: 'agg' | 'disagg', load?: string) {
   let m = statMemo.get(ctx);
   if (!m) statMemo.set(ctx, (m = {}));
-  let v = m[mode];
+  const memoKey = load === undefined ? mode : `${mode}|${load}`;
+  let v = m[memoKey];
   if (!v) {
-    const keys = groupKeys(ctx.system.name, ctx.backend, ctx.model.family, mode);
+    const keys = groupKeys(ctx.system.name, ctx.backend, ctx.model.family, mode, load);
     const file = loadBands();
     const kind = ctx.model.moe ? 'moe' : 'dense';
     const table = file && tableFor(file, kind, mode);
-    v = m[mode] = {
+    v = m[memoKey] = {
       ttft: lookup(table, keys, 'ttft'), tpot: lookup(table, keys, 'tpot'), thr: lookup(table, keys, 'throughput'),
       ownTable: !!file?.tables[`${kind} ${mode}`],
     };
@@ -135,7 +153,7 @@ export function basisLines(b: BandBasis): string[] {
 }
 
 export function bandsFor(ctx: EngineContext, mode: 'agg' | 'disagg', m: ServingMetrics): MetricBands {
-  const s = statsOf(ctx, mode);
+  const s = statsOf(ctx, mode, loadOf(m.concurrency, m.gpus));
   const thrBand = band(m.tokPerSPerGpu, s.thr.stat);
   const tpotBand = band(m.tpotMs, s.tpot.stat);
   const ttftBand = band(m.ttftMs, s.ttft.stat);
@@ -150,4 +168,62 @@ export function bandsFor(ctx: EngineContext, mode: 'agg' | 'disagg', m: ServingM
     tokPerSPerGpu: thrBand,
     tokPerSPerUser: { low: 1000 / tpotBand.high, high: 1000 / tpotBand.low },
   };
+}
+
+// ---- Confidence: a band read as a distribution of where the measured value falls. ----
+// The band holds 80% of measured runs left out of its fit, so its ends are taken as the 10% and 90% points of
+// the measured value. Between and beyond them the measured value is read as log-normal on each side of the
+// prediction (a split normal in log space, median at the prediction): errors are skewed (TTFT more often
+// measures far above than below), and a log scale keeps values positive. The median sits at the prediction so
+// that confidence 0.5 judges the prediction itself; a bias the bands reveal belongs in the model.
+
+/** z of the band's upper end (its 90% point). */
+const Z_BAND = 1.2815515655446004;
+
+/** Standard normal quantile (Acklam's rational approximation, relative error below 1.2e-9). */
+export function normalQuantile(p: number): number {
+  if (!(p > 0 && p < 1)) return p <= 0 ? -Infinity : Infinity;
+  const a = [-39.69683028665376, 220.9460984245205, -275.9285104469687, 138.357751867269, -30.66479806614716, 2.506628277459239];
+  const b = [-54.47609879822406, 161.5858368580409, -155.6989798598866, 66.80131188771972, -13.28068155288572];
+  const c = [-0.007784894002430293, -0.3223964580411365, -2.400758277161838, -2.549732539343734, 4.374664141464968, 2.938163982698783];
+  const d = [0.007784695709041462, 0.3224671290700398, 2.445134137142996, 3.754408661907416];
+  const tail = (q: number) => (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) / ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+  if (p < 0.02425) return tail(Math.sqrt(-2 * Math.log(p)));
+  if (p > 1 - 0.02425) return -tail(Math.sqrt(-2 * Math.log(1 - p)));
+  const q = p - 0.5;
+  const r = q * q;
+  return ((((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q) / (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
+}
+
+/** Standard normal CDF (Abramowitz and Stegun 7.1.26 for erf, absolute error below 1.5e-7). */
+export function normalCdf(z: number): number {
+  const x = Math.abs(z) / Math.SQRT2;
+  const t = 1 / (1 + 0.3275911 * x);
+  const erf = 1 - ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * Math.exp(-x * x);
+  return z >= 0 ? (1 + erf) / 2 : (1 - erf) / 2;
+}
+
+/** Log-scale spread per unit z above and below the prediction (0 where the band ends at the prediction). */
+function spreads(pred: number, b: Band): { up: number; down: number } {
+  const up = pred > 0 && b.high > pred ? Math.log(b.high / pred) / Z_BAND : 0;
+  const down = pred > 0 && b.low > 0 && b.low < pred ? Math.log(pred / b.low) / Z_BAND : 0;
+  return { up, down };
+}
+
+/** The value the measured one stays at or under with probability `p` (0.5: the prediction; 0.9: the band's upper end). */
+export function valueAtConfidence(pred: number, b: Band, p: number): number {
+  if (p === 0.5) return pred;
+  const z = normalQuantile(p);
+  const s = spreads(pred, b);
+  return pred * Math.exp(z * (z > 0 ? s.up : s.down));
+}
+
+/** The chance that the measured value is at most `target` (for a latency: that the target holds). */
+export function chanceAtMost(pred: number, b: Band, target: number): number {
+  if (!(target > 0) || !(pred > 0)) return target >= pred ? 1 : 0;
+  const s = spreads(pred, b);
+  const r = Math.log(target / pred);
+  const spread = r >= 0 ? s.up : s.down;
+  if (spread === 0) return r >= 0 ? 1 : 0;
+  return normalCdf(r / spread);
 }

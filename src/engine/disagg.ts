@@ -6,7 +6,7 @@ import type { PerfSource } from '../perf/types.js';
 import { BENCH_ROUNDS, burstMeanSteps, sumTtftParts } from './agg.js';
 import { kvBytesPerToken, memoryPicture } from './memory.js';
 import { layoutRule } from './rules.js';
-import { acceptedPerStep, decodeTpotMs } from './speculation.js';
+import { acceptedPerStep, decodeTpotMs, draftPrefillFactor } from './speculation.js';
 import { profileOf, streamTtftMs } from './backends.js';
 import { hostOverheadMs, mixedStepMs } from './steps.js';
 import type { DisaggConfig, EngineContext, MemoryPicture, PoolConfig, Refusal, TtftParts } from './types.js';
@@ -41,7 +41,9 @@ export function gpusOfPool(p: PoolConfig): number {
 export function kvTransferMs(ctx: EngineContext, cfg: DisaggConfig): number {
   const { isl } = ctx.workload;
   const kv = kvBytesPerToken(ctx, cfg.prefill);
-  const perGpu = kv.full * isl + kv.sliding * Math.min(isl, kv.window || isl);
+  // The draft layers' KV (MTP, EAGLE-3) moves with the main model's.
+  // Linear-attention layers hand over their fixed recurrent state with the KV.
+  const perGpu = kv.full * isl * draftPrefillFactor(ctx) + kv.sliding * Math.min(isl, kv.window || isl) + kv.fixed;
   const total = gpusOfPool(cfg.prefill) * cfg.prefill.workers + gpusOfPool(cfg.decode) * cfg.decode.workers;
   const hetero = ctx.decodeSystem !== undefined && ctx.decodeSystem.name !== ctx.system.name;
   const cross = hetero || total > ctx.system.gpusPerNode;

@@ -5,53 +5,60 @@ export { bandBasisFor, basisLines, type BandBasis } from './bands.js';
 import { disaggMemory, disaggPoint, gpusOfPool } from './disagg.js';
 import { memoryPicture } from './memory.js';
 import { cachedStep } from './steps.js';
+import { decodeTpotMs, speculationOf, speculativeStepParts } from './speculation.js';
+import type { PerfSource } from '../perf/types.js';
 import { disaggRule, gpusOf, layoutRule } from './rules.js';
 import { countKinds, LAYER_KIND_NAMES } from '../inputs/layers.js';
 import type { LayerKind, ModelSpec } from '../inputs/types.js';
 import { UnsupportedError } from '../util/errors.js';
 import type {
   AggConfig, AggEstimate, DisaggConfig, DisaggEstimate, EngineContext, MemoryPicture, ParallelLayout, Refusal, ServingMetrics,
+  SpeculativeStepParts,
 } from './types.js';
 
 export type * from './types.js';
 export { backendProfile, graphPaddedBatch, profileOf, trtllmGenMoe, type BackendProfile } from './backends.js';
-export { layoutRule, disaggRule, gpusOf } from './rules.js';
+export { layoutRule, disaggRule, familyRule, gpusOf } from './rules.js';
 export { layerKinds, stepCost, type StepShape, type StepCost } from './ops.js';
 export { weightBytesPerGpu, kvBytesPerToken } from './memory.js';
 export { kvTransferMs } from './disagg.js';
+
+/**
+ * Time per output token (ms) of one decode worker of `layout` running `running` sequences whose KV holds
+ * `contextTokens` tokens: the decode step the disaggregated estimate prices (planner profiles read it too).
+ */
+export function decodeItlMs(ctx: EngineContext, layout: ParallelLayout, running: number, contextTokens: number): number {
+  assertPriced(ctx);
+  return decodeTpotMs(ctx, layout, Math.max(1, running), contextTokens, ctx.decodePerf);
+}
 
 export function isRefusal(x: unknown): x is Refusal {
   return typeof x === 'object' && x !== null && (x as Refusal).refused === true;
 }
 
-/** Layer kinds the engine prices: attention over the whole context or a window, and blocks with no mixer. */
-const PRICED_KINDS: ReadonlySet<LayerKind> = new Set(['full', 'sliding', 'none']);
+/** What the op of each hybrid or sparse layer kind reads from the spec, and what it is called when missing. */
+const KIND_NEEDS: Partial<Record<LayerKind, { has: (m: ModelSpec) => boolean; what: string }>> = {
+  gdn: { has: (m) => !!m.gdn, what: 'gated-delta-net dimensions (linear_num_key_heads, linear_key_head_dim, ...)' },
+  mamba2: { has: (m) => !!m.mamba2, what: 'Mamba-2 dimensions (mamba_num_heads, ssm_state_size, ...)' },
+  kda: { has: (m) => !!m.kda, what: 'Kimi-delta-attention dimensions (linear_attn_config)' },
+  dsa: { has: (m) => !!m.mla && !!m.indexer, what: 'MLA ranks and an indexer (index_topk, index_n_heads, index_head_dim)' },
+  minimax_sparse: { has: (m) => !!m.indexer, what: 'an indexer (sparse_attention_config)' },
+  compressed: { has: (m) => !!m.compressed, what: 'compression and hyper-connection fields (hc_mult, o_lora_rank, o_groups)' },
+};
 
 /**
- * Why the engine cannot price this model, or undefined when it can: each layer kind, attention shape or expert
- * layout of the spec that no op prices yet. Such a model parses (for `configure models`, `support`'s architecture
- * line and the memory accounting) but every estimate refuses it rather than pricing its layers as full attention.
+ * Why the engine cannot price this model, or undefined when it can: a layer kind whose op needs dimensions the spec
+ * lacks (a hand-written or truncated config.json). Every estimate refuses such a model (exit 4) rather than pricing
+ * its layers as something else.
  */
 export function modelRefusal(m: ModelSpec): string | undefined {
   const parts: string[] = [];
-  const counts = countKinds(m);
-  for (const [kind, n] of Object.entries(counts) as [LayerKind, number][]) {
-    if (PRICED_KINDS.has(kind)) continue;
-    const hc = kind === 'compressed' && m.compressed ? ` with hyper-connections (hc_mult ${m.compressed.hcMult})` : '';
-    parts.push(`${n} ${LAYER_KIND_NAMES[kind]} layer${n === 1 ? '' : 's'}${hc}`);
+  for (const [kind, n] of Object.entries(countKinds(m)) as [LayerKind, number][]) {
+    const need = KIND_NEEDS[kind];
+    if (need && !need.has(m)) parts.push(`${n} ${LAYER_KIND_NAMES[kind]} layer${n === 1 ? '' : 's'} without ${need.what}`);
   }
-  for (const kind of ['full', 'sliding'] as const) {
-    const shape = m.attentionShapes?.[kind];
-    if (!shape || !counts[kind]) continue;
-    const v = shape.vHeadDim !== undefined && shape.vHeadDim !== shape.headDim ? `, value head dim ${shape.vHeadDim}` : '';
-    parts.push(`${counts[kind]} ${LAYER_KIND_NAMES[kind]} layer${counts[kind] === 1 ? ' of its' : 's of their'} own shape (head dim ${shape.headDim}${v}, ${shape.numKvHeads} KV heads${shape.kEqV ? ', K shared with V' : ''})`);
-  }
-  if (m.moe?.latentSize) parts.push(`latent experts (width ${m.moe.latentSize})`);
-  if (m.ungatedMlp) parts.push('ungated (relu2) MLPs');
   if (parts.length === 0) return undefined;
-  const list = parts.length > 1 ? `${parts.slice(0, -1).join(', ')} and ${parts[parts.length - 1]}` : parts[0]!;
-  const verb = parts.length === 1 && /^1 /.test(list) ? 'is' : 'are';
-  return `${m.id}: ${list} ${verb} not priced yet (issue: model families)`;
+  return `${m.id}: ${parts.join('; ')}: cannot be priced`;
 }
 
 const pricedContexts = new WeakSet<EngineContext>();
@@ -91,6 +98,14 @@ function breakdownOf(ctx: EngineContext, layout: ParallelLayout, batch: number, 
   const pfShape = { pfBatch, pfSeq: Math.max(1, isl - prefix), pfPrefix: prefix, dcBatch: 0, dcKv: 0 };
   const dcShape = { pfBatch: 0, pfSeq: 0, pfPrefix: 0, dcBatch: batch, dcKv: isl + Math.floor(osl / 2) };
   return { prefill: { ...cachedStep(ctx, pf, pfShape).byOp }, decode: { ...cachedStep(ctx, layout, dcShape, ctx.decodePerf).byOp } };
+}
+
+/** Verify and draft time of the running batch's decode step, when the context speculates. */
+function speculativeBreakdown(ctx: EngineContext, layout: ParallelLayout, running: number, perf?: PerfSource): { speculative?: SpeculativeStepParts } {
+  if (!ctx.speculation || ctx.speculation.draft <= 0) return {};
+  const { isl, osl } = ctx.workload;
+  const parts = speculativeStepParts(ctx, layout, Math.max(1, running), isl + Math.floor(osl / 2), perf);
+  return { speculative: { ...parts, tokensPerStep: speculationOf(ctx).perStep } };
 }
 
 const pointMemo = new WeakMap<EngineContext, Map<string, ReturnType<typeof aggPoint>>>();
@@ -159,7 +174,8 @@ export function estimateAgg(
     memory: mem,
     ttftParts: p.ttftParts,
   };
-  if (opts.breakdown) est.breakdown = breakdownOf(ctx, config, p.running, 1);
+  if (opts.breakdown) est.breakdown = { ...breakdownOf(ctx, config, p.running, 1), ...speculativeBreakdown(ctx, config, p.running) };
+  if (ctx.speculation && ctx.speculation.draft > 0) est.speculation = ctx.speculation;
   return est;
 }
 
@@ -190,7 +206,11 @@ export function estimateDisagg(
     memory,
     kvTransferMs: p.kvTransferMs,
     ttftParts: p.ttftParts,
+    decodeRunning: p.decodeRunning,
   };
-  if (opts.breakdown) est.breakdown = breakdownOf(ctx, config.decode, p.decodeRunning, 1, config.prefill);
+  if (opts.breakdown) {
+    est.breakdown = { ...breakdownOf(ctx, config.decode, p.decodeRunning, 1, config.prefill), ...speculativeBreakdown(ctx, config.decode, p.decodeRunning, ctx.decodePerf) };
+  }
+  if (ctx.speculation && ctx.speculation.draft > 0) est.speculation = ctx.speculation;
   return est;
 }

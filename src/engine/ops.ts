@@ -1,53 +1,80 @@
 // The op list of one engine step (one forward pass) for a parallel layout, priced by the perf source.
 // A step carries prefill tokens (a batch of prompt chunks) and/or decode tokens (one per running sequence);
 // every shape here is per GPU after the tp / dp / moe splits.
-import { DTYPE_BYTES, type Dtype, type ModelSpec } from '../inputs/types.js';
+import { DTYPE_BYTES, type AttentionShape, type Dtype, type LayerOverride, type ModelSpec } from '../inputs/types.js';
+import { layersOf, type LayerOf } from '../inputs/layers.js';
 import { isMoeLayer } from '../inputs/params.js';
-import type { CommQuery, MoeQuery, PerfSource } from '../perf/types.js';
+import type { CommQuery, LinearAttentionQuery, MoeQuery, PerfSource, SparseAttentionQuery } from '../perf/types.js';
 import { computeFlops, peaksOf, type Peaks } from '../perf/sol.js';
 import type { EngineContext, ParallelLayout } from './types.js';
 import { profileOf, sglangTrtllmMoe, trtllmGenMoe, type BackendProfile } from './backends.js';
 
+/** Token mixers of hybrid and sparse models, each priced by its own op (see stepCost). */
+export type MixerKind = 'gdn' | 'mamba2' | 'kda' | 'dsa' | 'minimax_sparse' | 'compressed';
+
 /** Layers that share one shape are priced once and multiplied by `count`. */
 export interface LayerKind {
   count: number;
-  attention: 'full' | 'none' | 'linear' | 'mla';
-  /** Sliding window in tokens; 0 = full attention. */
+  attention: 'full' | 'none' | 'linear' | 'mla' | MixerKind;
+  /** Sliding window in tokens (compressed layers: the window beside the compressed KV); 0 = full attention. */
   window: number;
   kvHeads: number;
+  /** The layers' own attention shape where it differs from the model's (Gemma-4 global layers, MiMo-V2). */
+  shape?: AttentionShape;
+  /** Compressed layers: tokens per compressed KV entry (0: the window only). */
+  ratio: number;
+  /** The mixer as the spec states it (for its parameter count). */
+  layer: LayerOf;
   ffn: 'dense' | 'moe' | 'none' | 'linear';
   inter: number;
 }
 
 const kindsCache = [new WeakMap<ModelSpec, LayerKind[]>(), new WeakMap<ModelSpec, LayerKind[]>()];
 
+/** The engine's view of one layer's mixer (attention over everything, MLA, a window, or a hybrid kind). */
+function attentionOf(m: ModelSpec, l: LayerOf, override: LayerOverride | undefined): LayerKind['attention'] {
+  if (override?.attention === 'none' || l.kind === 'none') return 'none';
+  if (override?.attention === 'linear') return 'linear';
+  if (l.kind === 'full' || l.kind === 'sliding') return m.mla ? 'mla' : 'full';
+  return l.kind;
+}
+
 /**
- * Group the model's layers by shape (dense first layers, sliding-window layers, heterogeneous blocks). A window
- * on every layer (Mistral v0.1) counts only where the engine applies it (`uniformWindow` of its profile).
+ * Group the model's layers by shape (dense first layers, sliding-window layers, heterogeneous blocks, the layer mix of
+ * hybrid models). A window on every layer (Mistral v0.1) counts only where the engine applies it (`uniformWindow` of
+ * its profile).
  */
 export function layerKinds(model: ModelSpec, uniformWindow = true): LayerKind[] {
   const cache = kindsCache[uniformWindow ? 1 : 0]!;
   const hit = cache.get(model);
   if (hit) return hit;
-  const windows = uniformWindow || !model.slidingWindow?.layers.every(Boolean) ? model.slidingWindow : undefined;
+  const layers = layersOf(model);
+  const windowsApply = uniformWindow || !layers.every((l) => l.kind === 'sliding');
   const overrides = new Map((model.layerOverrides ?? []).map((o) => [o.layer, o]));
   const byKey = new Map<string, LayerKind>();
   for (let i = 0; i < model.numLayers; i++) {
     const o = overrides.get(i);
-    let attention: LayerKind['attention'] = model.mla ? 'mla' : 'full';
-    if (o?.attention === 'none') attention = 'none';
-    else if (o?.attention === 'linear') attention = 'linear';
-    const window = attention === 'full' && windows?.layers[i] ? windows.window : 0;
-    const kvHeads = o?.numKvHeads ?? model.numKvHeads;
+    const l = layers[i]!;
+    const attention = attentionOf(model, l, o);
+    let window = 0;
+    if (l.kind === 'compressed') window = l.window ?? 0;
+    else if (l.kind === 'sliding' && windowsApply && attention === 'full') window = l.window ?? 0;
+    const shape = (l.kind === 'full' || l.kind === 'sliding') && attention === 'full' ? model.attentionShapes?.[l.kind] : undefined;
+    const kvHeads = shape?.numKvHeads ?? o?.numKvHeads ?? model.numKvHeads;
+    const ratio = l.kind === 'compressed' ? (l.ratio ?? 0) : 0;
     let ffn: LayerKind['ffn'] = isMoeLayer(model, i) ? 'moe' : 'dense';
     let inter = model.intermediateSize;
     if (o?.ffn === 'none' || o?.intermediateSize === 0) ffn = 'none';
     else if (o?.ffn === 'linear') ffn = 'linear';
     else if (o?.intermediateSize) inter = o.intermediateSize;
-    const key = `${attention}|${window}|${kvHeads}|${ffn}|${inter}`;
+    const key = `${attention}|${window}|${kvHeads}|${shape ? l.kind : ''}|${ratio}|${ffn}|${inter}`;
     const k = byKey.get(key);
     if (k) k.count++;
-    else byKey.set(key, { count: 1, attention, window, kvHeads, ffn, inter });
+    else {
+      const kind: LayerKind = { count: 1, attention, window, kvHeads, ratio, layer: l, ffn, inter };
+      if (shape) kind.shape = shape;
+      byKey.set(key, kind);
+    }
   }
   const kinds = [...byKey.values()];
   cache.set(model, kinds);
@@ -137,11 +164,14 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
     const n = k.count;
     // Attention block.
     if (k.attention === 'full') {
-      const kvh = Math.max(1, Math.ceil(k.kvHeads / tp));
-      add(t, 'qkv_gemm', n * gemmMs(perf, qc, gd, T, (heads + 2 * kvh) * m.headDim, h));
+      // A layer's own shape (Gemma-4 global layers, MiMo-V2) or the model's; an output gate doubles the query width.
+      const a = attentionShapeOf(m, k, tp);
+      const kvh = a.kvHeads;
+      const gate = m.attentionOutputGate ? a.heads * a.qkDim : 0;
+      add(t, 'qkv_gemm', n * gemmMs(perf, qc, gd, T, a.heads * a.qkDim + gate + kvh * a.qkDim + (a.kEqV ? 0 : kvh * a.vDim), h));
       if (pfB > 0) {
         add(t, 'attention_prefill', n * perf.contextAttention({
-          batch: pfB, seq: shape.pfSeq, prefix: shape.pfPrefix, heads, kvHeads: kvh, headDim: m.headDim,
+          batch: pfB, seq: shape.pfSeq, prefix: shape.pfPrefix, heads: a.heads, kvHeads: kvh, headDim: a.computeDim,
           dtype: attnDtype, kvDtype: ctx.kvDtype, window: k.window,
         }));
       }
@@ -150,12 +180,13 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
         // so their decode kernel reads no more (measured kernels given the whole cache may read it all).
         const freed = k.window > 0 && prof.kvWindowSavesMemory;
         add(t, 'attention_decode', n * perf.generationAttention({
-          batch: dcB, kvLen: freed ? Math.min(shape.dcKv, k.window) : shape.dcKv, heads, kvHeads: kvh, headDim: m.headDim,
+          batch: dcB, kvLen: freed ? Math.min(shape.dcKv, k.window) : shape.dcKv, heads: a.heads, kvHeads: kvh, headDim: a.cacheDim,
           kvDtype: ctx.kvDtype, window: freed ? 0 : k.window,
         }));
       }
-      add(t, 'proj_gemm', n * gemmMs(perf, qc, gd, T, h, heads * m.headDim));
-      if (prof.attentionKernelsApart) add(t, 'norm', n * kernelsBesideAttention(m, perf, T, heads, kvh));
+      if (gate > 0) add(t, 'norm', n * perf.elementwise({ bytes: 3 * T * a.heads * a.vDim * 2 }));
+      add(t, 'proj_gemm', n * gemmMs(perf, qc, gd, T, h, a.heads * a.vDim));
+      if (prof.attentionKernelsApart) add(t, 'norm', n * kernelsBesideAttention(m, perf, T, a.heads, kvh));
       add(t, 'allreduce', n * arOne);
       if (arQkNorm > 0) add(t, 'allreduce', n * arQkNorm);
       add(t, 'norm', n * norm);
@@ -176,11 +207,22 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
     } else if (k.attention === 'linear') {
       add(t, 'proj_gemm', n * gemmMs(perf, qc, gd, T, h, Math.ceil(h / tp)));
       add(t, 'allreduce', n * arOne);
+    } else if (k.attention !== 'none') {
+      const mix: MixerStep = { ctx, perf, qc, tp, T, pfB, dcB, shape };
+      const parts = k.attention === 'gdn' || k.attention === 'mamba2' || k.attention === 'kda' ? linearMixerMs(mix, k.attention) : sparseMixerMs(mix, k);
+      for (const [op, ms] of Object.entries(parts)) add(t, op, n * ms);
+      add(t, 'allreduce', n * arOne);
+      add(t, 'norm', n * norm);
+    }
+    // DeepSeek-V4 hyper-connections: hc_mult residual streams mixed before and after each of the two sub-blocks.
+    if (m.compressed && m.compressed.hcMult > 1) {
+      const hc = { tokens: T, hidden: h, multiplier: m.compressed.hcMult, sinkhornIters: m.compressed.sinkhornIters ?? HC_SINKHORN_ITERS };
+      add(t, 'hyper_connection', n * 2 * perf.hyperConnection(hc));
     }
     // Feed-forward block.
     if (k.ffn === 'dense') {
       const inter = Math.ceil(k.inter / tp);
-      add(t, 'ffn_gemm', n * gemmMs(perf, qc, gd, T, 2 * inter, h));
+      add(t, 'ffn_gemm', n * gemmMs(perf, qc, gd, T, (m.ungatedMlp ? 1 : 2) * inter, h));
       add(t, 'ffn_gemm', n * gemmMs(perf, qc, gd, T, h, inter));
       add(t, 'norm', n * perf.elementwise({ bytes: T * inter * 3 * 2 }));
       add(t, 'allreduce', n * arOne);
@@ -196,14 +238,16 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
       let shared = 0;
       if (e.sharedExperts > 0) {
         const si = Math.ceil((e.sharedExperts * e.sharedIntermediateSize) / tp);
-        shared = gemmMs(perf, qc, gd, T, 2 * si, h) + gemmMs(perf, qc, gd, T, h, si);
+        shared = gemmMs(perf, qc, gd, T, (m.ungatedMlp ? 1 : 2) * si, h) + gemmMs(perf, qc, gd, T, h, si);
       }
       // The experts serve every attention-dp rank's tokens: the step's own, not dp x the busiest rank's (one
       // prompt on one rank of four is one prompt of expert work).
       const moeTokens = Math.min(T * dp, shape.pfBatch * shape.pfSeq + shape.dcBatch);
+      // Latent experts run in their own width between a down and an up projection (Nemotron-3 moe_latent_size).
+      if (e.latentSize) add(t, 'moe_latent', n * (gemmMs(perf, qc, gd, T, e.latentSize, h) + gemmMs(perf, qc, gd, T, h, e.latentSize)));
       const moeQ: MoeQuery = {
-        dtype: ctx.moeDtype, tokens: balancedEquivalentTokens(moeTokens, e.topK, e.numExperts), hidden: h,
-        inter: e.expertIntermediateSize, topk: e.topK, experts: expertSlots(e.numExperts, layout.moeEp),
+        dtype: ctx.moeDtype, tokens: balancedEquivalentTokens(moeTokens, e.topK, e.numExperts), hidden: e.latentSize ?? h,
+        inter: expertWidth(m), topk: e.topK, experts: expertSlots(e.numExperts, layout.moeEp),
         moeTp: layout.moeTp, moeEp: layout.moeEp,
         trtllmGen: !ctx.engineDefaultMoe && trtllmGenMoe(prof, ctx.moeDtype, system, layout),
         flashinferTrtllm: sglangTrtllmMoe(prof, m.architecture, system),
@@ -230,6 +274,175 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
   let ms = 0;
   for (const v of Object.values(t)) ms += v;
   return { ms, byOp: t };
+}
+
+/** DeepSeek-V4's Sinkhorn iterations of the hyper-connection weights (hc_sinkhorn_iters) when the spec has none. */
+const HC_SINKHORN_ITERS = 20;
+
+/** Width of one routed expert as priced: ungated (relu2) experts hold two matrices, the width of a gated 2/3 as wide. */
+function expertWidth(m: ModelSpec): number {
+  const inter = m.moe?.expertIntermediateSize ?? 0;
+  return m.ungatedMlp ? Math.round((2 * inter) / 3) : inter;
+}
+
+/** One attention layer's shape per GPU, and the head dims its kernels are priced at. */
+interface AttentionAtGpu {
+  heads: number;
+  kvHeads: number;
+  qkDim: number;
+  vDim: number;
+  kEqV: boolean;
+  /** Head dim of a kernel doing the same work: the mean of the Q.K and P.V dims. */
+  computeDim: number;
+  /** Head dim of a kernel reading the same cache: K and V of (qkDim + vDim) / 2 each, or one shared vector. */
+  cacheDim: number;
+}
+
+function attentionShapeOf(m: ModelSpec, k: LayerKind, tp: number): AttentionAtGpu {
+  const sh = k.shape;
+  const qkDim = sh?.headDim ?? m.headDim;
+  const vDim = sh?.vHeadDim ?? qkDim;
+  const kEqV = sh?.kEqV === true;
+  return {
+    heads: Math.max(1, Math.ceil((sh?.numHeads ?? m.numHeads) / tp)),
+    kvHeads: Math.max(1, Math.ceil(k.kvHeads / tp)),
+    qkDim,
+    vDim,
+    kEqV,
+    computeDim: (qkDim + vDim) / 2,
+    cacheDim: kEqV ? qkDim / 2 : (qkDim + vDim) / 2,
+  };
+}
+
+/** What a hybrid mixer's pricing needs of the step. */
+interface MixerStep {
+  ctx: EngineContext;
+  perf: PerfSource;
+  qc: QuantCtx;
+  tp: number;
+  /** Tokens on this GPU, prefilling sequences and decoding sequences per dp rank. */
+  T: number;
+  pfB: number;
+  dcB: number;
+  shape: StepShape;
+}
+
+/**
+ * A linear-attention layer (GDN, Mamba-2, KDA): its input projection, the mixer op (the chunked scan over the new
+ * tokens in prefill, one state update per decoding sequence), the gated norm and the output projection. Heads split
+ * over tp; the state never grows with the context.
+ */
+function linearMixerMs(x: MixerStep, kind: 'gdn' | 'mamba2' | 'kda'): OpTimes {
+  const { ctx, perf, qc, tp, T, pfB, dcB, shape } = x;
+  const m = ctx.model;
+  const h = m.hiddenSize;
+  let q: Omit<LinearAttentionQuery, 'phase' | 'batch' | 'seq'>;
+  let inWidth: number;
+  let outWidth: number;
+  let gates = 0;
+  if (kind === 'gdn') {
+    const g = m.gdn!;
+    const hv = Math.ceil(g.numValueHeads / tp);
+    const hk = Math.ceil(g.numKeyHeads / tp);
+    q = { kind, heads: hv, keyHeads: hk, headDim: g.keyHeadDim, valueDim: g.valueHeadDim, stateDim: 0, convKernel: g.convKernel, dtype: 'bfloat16' };
+    outWidth = hv * g.valueHeadDim;
+    inWidth = 2 * hk * g.keyHeadDim + 2 * outWidth; // q, k, v and the output gate z
+    // The engines project the b / a gates with a GEMM of their own (in_proj_ba).
+    gates = 2 * hv;
+  } else if (kind === 'mamba2') {
+    const s = m.mamba2!;
+    const hh = Math.ceil(s.numHeads / tp);
+    const groups = Math.ceil(s.groups / Math.min(tp, s.groups));
+    q = { kind, heads: hh, keyHeads: groups, headDim: s.headDim, valueDim: s.headDim, stateDim: s.stateSize, convKernel: s.convKernel, dtype: 'bfloat16' };
+    outWidth = hh * s.headDim;
+    inWidth = 2 * outWidth + 2 * groups * s.stateSize + hh; // z, x, B, C and dt
+  } else {
+    const kd = m.kda!;
+    const hh = Math.ceil(kd.numHeads / tp);
+    q = { kind, heads: hh, keyHeads: hh, headDim: kd.headDim, valueDim: kd.headDim, stateDim: 0, convKernel: kd.convKernel, dtype: 'bfloat16' };
+    outWidth = hh * kd.headDim;
+    inWidth = 5 * outWidth; // q, k, v, the decay and the output gate
+  }
+  const t: OpTimes = {};
+  add(t, 'qkv_gemm', gemmMs(perf, qc, ctx.gemmDtype, T, inWidth, h));
+  if (gates > 0) add(t, 'qkv_gemm', gemmMs(perf, qc, ctx.gemmDtype, T, gates, h));
+  if (pfB > 0) add(t, 'linear_attn_prefill', perf.linearAttention({ ...q, phase: 'context', batch: pfB, seq: shape.pfSeq }));
+  if (dcB > 0) add(t, 'linear_attn_decode', perf.linearAttention({ ...q, phase: 'generation', batch: dcB, seq: 1 }));
+  add(t, 'norm', perf.elementwise({ bytes: 3 * T * outWidth * 2 }));
+  add(t, 'proj_gemm', gemmMs(perf, qc, ctx.gemmDtype, T, h, outWidth));
+  return t;
+}
+
+/**
+ * A sparse-attention layer priced as one module (projections, indexer, top-k, attention over the chosen tokens):
+ * DSA over MLA (DeepSeek-V3.2, GLM-5), DeepSeek-V4's compressed layers (ratio 4 indexed, ratio 128 read whole),
+ * MiniMax's block-sparse GQA. DeepSeek-V4's window-only layers are an MQA over the window with their projections.
+ */
+function sparseMixerMs(x: MixerStep, k: LayerKind): OpTimes {
+  const { ctx, perf, qc, tp, T, pfB, dcB, shape } = x;
+  const m = ctx.model;
+  const h = m.hiddenSize;
+  const idx = m.indexer;
+  const heads = Math.max(1, Math.ceil(m.numHeads / tp));
+  const t: OpTimes = {};
+  let q: Omit<SparseAttentionQuery, 'phase' | 'batch' | 'seq' | 'prefix'>;
+  const base = { heads, hidden: h, dtype: ctx.gemmDtype, kvDtype: ctx.kvDtype, window: 0, compressRatio: 1 };
+  const indexer = { indexHeads: idx?.numHeads ?? 0, indexHeadDim: idx?.headDim ?? 0 };
+  if (k.attention === 'dsa') {
+    const a = m.mla!;
+    q = {
+      ...base, ...indexer, kind: 'dsa', kvHeads: 1, qLoraRank: a.qLoraRank, kvLoraRank: a.kvLoraRank, qkNopeHeadDim: a.qkNopeHeadDim,
+      qkRopeHeadDim: a.qkRopeHeadDim, vHeadDim: a.vHeadDim, topk: idx?.topK ?? 0,
+    };
+  } else if (k.attention === 'minimax_sparse') {
+    q = {
+      ...base, ...indexer, kind: 'minimax_msa', kvHeads: Math.max(1, Math.ceil(m.numKvHeads / tp)), qLoraRank: 0, kvLoraRank: 0,
+      qkNopeHeadDim: m.headDim, qkRopeHeadDim: 0, vHeadDim: m.headDim, topk: (idx?.topK ?? 0) * (idx?.blockSize ?? 1),
+    };
+  } else if (k.ratio > 0) {
+    const c = m.compressed!;
+    const rope = m.mla?.qkRopeHeadDim ?? DSV4_ROPE_DIM;
+    const csa = k.ratio === 4 && idx !== undefined;
+    q = {
+      ...base, ...(csa ? indexer : { indexHeads: 0, indexHeadDim: 0 }), kind: csa ? 'dsv4_csa' : 'dsv4_hca', kvHeads: 1,
+      qLoraRank: c.qLoraRank ?? 0, kvLoraRank: m.headDim, qkNopeHeadDim: m.headDim - rope, qkRopeHeadDim: rope, vHeadDim: m.headDim,
+      topk: csa ? idx.topK : 0, compressRatio: k.ratio, window: k.window,
+    };
+  } else return windowOnlyMs(x, k);
+  if (pfB > 0) add(t, 'sparse_attn_prefill', perf.sparseAttention({ ...q, phase: 'context', batch: pfB, seq: shape.pfSeq, prefix: shape.pfPrefix }));
+  if (dcB > 0) add(t, 'sparse_attn_decode', perf.sparseAttention({ ...q, phase: 'generation', batch: dcB, seq: shape.dcKv }));
+  void qc;
+  return t;
+}
+
+/** DeepSeek-V4's rotary part of its 512-wide head (qk_rope_head_dim) when the spec has no MLA ranks. */
+const DSV4_ROPE_DIM = 64;
+
+/** DeepSeek-V4 layers that keep the window only: low-rank query, one shared K/V head, grouped low-rank output. */
+function windowOnlyMs(x: MixerStep, k: LayerKind): OpTimes {
+  const { ctx, perf, qc, tp, T, pfB, dcB, shape } = x;
+  const m = ctx.model;
+  const h = m.hiddenSize;
+  const c = m.compressed!;
+  const gd = ctx.gemmDtype;
+  const heads = Math.max(1, Math.ceil(m.numHeads / tp));
+  const qLora = c.qLoraRank ?? 0;
+  const t: OpTimes = {};
+  const qProj = qLora > 0 ? gemmMs(perf, qc, gd, T, qLora, h) + gemmMs(perf, qc, gd, T, heads * m.headDim, qLora) : gemmMs(perf, qc, gd, T, heads * m.headDim, h);
+  add(t, 'qkv_gemm', qProj + gemmMs(perf, qc, gd, T, m.headDim, h));
+  if (pfB > 0) {
+    add(t, 'attention_prefill', perf.contextAttention({
+      batch: pfB, seq: shape.pfSeq, prefix: shape.pfPrefix, heads, kvHeads: 1, headDim: m.headDim, dtype: 'bfloat16', kvDtype: ctx.kvDtype, window: k.window,
+    }));
+  }
+  if (dcB > 0) {
+    add(t, 'attention_decode', perf.generationAttention({
+      batch: dcB, kvLen: Math.min(shape.dcKv, k.window), heads, kvHeads: 1, headDim: m.headDim, kvDtype: ctx.kvDtype, window: 0,
+    }));
+  }
+  const groups = Math.max(1, Math.ceil(c.oGroups / tp));
+  add(t, 'proj_gemm', gemmMs(perf, qc, gd, T, groups * c.oLoraRank, (heads * m.headDim) / groups) + gemmMs(perf, qc, gd, T, h, groups * c.oLoraRank));
+  return t;
 }
 
 /** Quantized formats whose kernels the engines pick per shape among several tactics (weight-only included). */

@@ -3,12 +3,12 @@
 import type { Backend, Dtype, ModelSpec, SystemSpec } from '../inputs/types.js';
 import type { PerfSource } from '../perf/types.js';
 import { estimateAgg, estimateDisagg, isRefusal } from './index.js';
-import type { AggConfig, DisaggConfig, EngineContext, Estimate, PoolConfig, Refusal } from './types.js';
+import type { AggConfig, DisaggConfig, EngineContext, Estimate, PoolConfig, Refusal, Speculation } from './types.js';
 import { backendProfile, type GpuFacts } from './backends.js';
 import { engineRelease } from '../inputs/dynamo-runtime.js';
 import { compareVersions, onLineAtLeast } from '../util/versions.js';
 import { sizeUnrecordedPools, wideEpLayout } from './disagg.js';
-import { rowSpeculation } from './speculation.js';
+import { MAX_NEXTN, parseAcceptRates, resolveSpeculation } from './speculation.js';
 import { parse } from 'csv-parse/sync';
 import { z } from 'zod';
 import { InputError } from '../util/errors.js';
@@ -62,6 +62,8 @@ export const rowNumbersSchema = z.object({
   isl: lengthCell,
   osl: lengthCell,
   ...Object.fromEntries(ROW_COUNT_COLUMNS.map((c) => [c, countCell])),
+  nextn: z.string().optional().refine((v) => v === undefined || v.trim() === '' || (/^\d+$/.test(v.trim()) && Number(v) <= MAX_NEXTN), 'a draft depth'),
+  nextn_accept_rates: z.string().optional().refine((v) => v === undefined || parseAcceptRates(v) !== undefined, 'acceptance rates'),
 });
 
 /** Throw an InputError naming `where` (e.g. "file.csv line 7") and the first malformed numeric column of a row. */
@@ -71,7 +73,10 @@ export function checkRowNumbers(row: Row, where: string): void {
   const issue = parsed.error.issues[0];
   const col = String(issue.path[0]);
   const v = row[col];
-  const want = col === 'isl' || col === 'osl' ? `a positive number up to ${MAX_CELL}` : `blank or a non-negative number up to ${MAX_CELL}`;
+  const want = col === 'isl' || col === 'osl' ? `a positive number up to ${MAX_CELL}`
+    : col === 'nextn' ? `blank or a whole number of draft tokens from 0 to ${MAX_NEXTN}`
+    : col === 'nextn_accept_rates' ? 'blank or acceptance rates in (0, 1], one per draft position (e.g. "0.85,0.5,0.4")'
+    : `blank or a non-negative number up to ${MAX_CELL}`;
   throw new InputError(`${where}, column "${col}": ${v === undefined ? 'missing' : quote(v)} is not ${want}`);
 }
 
@@ -218,9 +223,20 @@ export function workersRecorded(row: Row): boolean {
   return !!(row.decode_num_workers || row.prefill_num_workers);
 }
 
-/** Runs the planner generated (its configuration database, or recorded worker counts), not recipe sweeps. */
-function plannerRun(row: Row): boolean {
-  return /config_id=/.test(row.silicon_data_source ?? '') || workersRecorded(row);
+/**
+ * The speculative decoding a row ran, from its own `nextn` and `nextn_accept_rates` columns only (blank or 0:
+ * none; rates blank: the model family's published defaults). Never from its provenance text. A depth the model
+ * cannot run (no MTP layers, no known draft) is a refusal of that row, with the reason.
+ */
+export function rowSpeculation(row: Row, model: ModelSpec): Speculation | undefined | Refusal {
+  const nextn = Number((row.nextn ?? '').trim() || '0');
+  if (!(nextn > 0)) return undefined;
+  const rates = parseAcceptRates(row.nextn_accept_rates ?? '');
+  try {
+    return resolveSpeculation(model, { nextn, acceptRates: rates && rates.length > 0 ? rates : undefined });
+  } catch (e) {
+    return { refused: true, constraint: 'engine', reason: `nextn ${nextn}: ${(e as Error).message.replace(/^--nextn \d+: /, '')}` };
+  }
 }
 
 /** Estimate one row (context built by the caller from its model, system and engine). */
@@ -232,7 +248,8 @@ export function estimateRow(row: Row, inp: RowInputs): Estimate | Refusal {
     workload: { isl: int(row, 'isl'), osl: int(row, 'osl'), prefix: 0 },
   };
   const conc = rowConcurrency(row);
-  const spec = rowSpeculation(inp.model, inp.backend, { mode: row.mode === 'disagg' ? 'disagg' : 'agg', planner: plannerRun(row) });
+  const spec = rowSpeculation(row, inp.model);
+  if (spec && 'refused' in spec) return spec;
   if (spec) ctx.speculation = spec;
   if (row.mode === 'disagg') {
     let cfg = rowDisaggConfig(row, inp.backend, inp.version, inp.system.gpu);

@@ -1,6 +1,10 @@
 // Layouts the engines cannot run, with the reason (Refusal constraint 'engine').
 import { profileOf } from './backends.js';
-import type { DisaggConfig, EngineContext, ParallelLayout } from './types.js';
+import { engineRelease } from '../inputs/dynamo-runtime.js';
+import { countKinds, LAYER_KIND_NAMES } from '../inputs/layers.js';
+import { onLineBefore } from '../util/versions.js';
+import type { Backend, LayerKind } from '../inputs/types.js';
+import type { DisaggConfig, EngineContext, ParallelLayout, Speculation } from './types.js';
 
 export function gpusOf(layout: ParallelLayout): number {
   return layout.tp * layout.pp * layout.dp;
@@ -36,6 +40,10 @@ export function layoutRule(ctx: EngineContext, layout: ParallelLayout, role: 'ag
     if (moeTp * moeEp !== 1 && moeTp * moeEp !== tp) return `moe_tp/moe_ep apply to MoE models only`;
   }
   void role;
+  const family = familyRule(ctx);
+  if (family) return family;
+  const spec = speculationRule(ctx.backend, ctx.speculation, layout);
+  if (spec) return spec;
   return expressRule(ctx, layout);
 }
 
@@ -75,5 +83,53 @@ export function disaggRule(ctx: EngineContext, config: DisaggConfig): string | n
     return `${ctx.backend} re-slices KV pages between different prefill and decode tp for GQA models only in a degraded mode (prefill tp ${config.prefill.tp}, decode tp ${config.decode.tp}); use the same tp`;
   }
   if (config.prefill.workers < 1 || config.decode.workers < 1) return 'disaggregated serving needs at least one prefill and one decode worker';
+  return null;
+}
+
+/**
+ * Why this engine cannot run the context's speculation on this layout, or null. vLLM's V1 engine and SGLang
+ * refuse speculative decoding with pipeline parallelism in their argument checks; TRT-LLM's MTP recipes never
+ * pair it with pp and no measured run prices it, so no engine is offered it. MTP with attention DP runs on all
+ * three (the SGLang and TRT-LLM DeepSeek recipes run it; vLLM's data-parallel DeepSeek deployments too).
+ */
+export function speculationRule(backend: Backend, spec: Speculation | undefined, layout: Pick<ParallelLayout, 'pp'>): string | null {
+  if (!spec || spec.draft <= 0) return null;
+  const name = spec.method === 'eagle3' ? 'EAGLE-3' : 'MTP';
+  if (layout.pp > 1) return `${backend} does not run speculative decoding (${name}) with pipeline parallelism (pp ${layout.pp}); use pp 1 or --nextn 0`;
+  return null;
+}
+
+/**
+ * Which engine releases and GPUs serve the hybrid and sparse layer kinds, each with its evidence. A rule names the
+ * kind, the engine (any when absent), the first release that serves it, or the GPU capability it needs.
+ */
+interface FamilyRuleRow {
+  kind: LayerKind;
+  backend?: Backend;
+  from?: string;
+  /** The GPU needs fp8 tensor cores (Hopper or newer kernels). */
+  fp8Gpu?: boolean;
+  never?: boolean;
+  why: string;
+}
+
+const FAMILY_RULES: readonly FamilyRuleRow[] = [
+  { kind: 'gdn', backend: 'vllm', from: '0.16', why: 'vLLM 0.15 rejects the Qwen3.5 architectures (Qwen3_5*ForConditionalGeneration); 0.16 serves them' },
+  { kind: 'dsa', fp8Gpu: true, why: 'the DSA indexer runs DeepGEMM fp8 kernels, built for Hopper and Blackwell only' },
+  { kind: 'compressed', fp8Gpu: true, why: 'the DeepSeek-V4 indexer and compressed attention run DeepGEMM fp8 kernels, built for Hopper and Blackwell only' },
+  { kind: 'kda', backend: 'trtllm', never: true, why: 'TRT-LLM has no Kimi-delta-attention (Kimi Linear) model' },
+];
+
+/** Why the engine release or GPU cannot serve one of the model's layer kinds, or null. */
+export function familyRule(ctx: EngineContext): string | null {
+  const kinds = countKinds(ctx.model);
+  const release = engineRelease(ctx.backend, ctx.version);
+  for (const r of FAMILY_RULES) {
+    if (!kinds[r.kind] || (r.backend && r.backend !== ctx.backend)) continue;
+    const name = `${ctx.model.id} (${LAYER_KIND_NAMES[r.kind]} layers)`;
+    if (r.never) return `${ctx.backend} cannot serve ${name}: ${r.why}`;
+    if (r.from && onLineBefore(release, r.from)) return `${ctx.backend} ${ctx.version} cannot serve ${name}: ${r.why}; use ${ctx.backend} ${r.from} or later`;
+    if (r.fp8Gpu && !(ctx.system.gpu.tflops.fp8 ?? 0)) return `${ctx.system.name} cannot serve ${name}: ${r.why}`;
+  }
   return null;
 }

@@ -3,6 +3,7 @@
 import type { PerfSource } from '../perf/types.js';
 import { graphPaddedBatch, profileOf } from './backends.js';
 import { stepCost, type StepCost, type StepShape } from './ops.js';
+import { draftPrefillFactor } from './speculation.js';
 import type { EngineContext, ParallelLayout } from './types.js';
 
 const memo = new WeakMap<EngineContext, Map<string, StepCost>>();
@@ -61,7 +62,8 @@ export function mixedStepMs(
   const dec = shape.dcBatch > 0
     ? cachedStep(ctx, layout, { pfBatch: 0, pfSeq: 0, pfPrefix: 0, dcBatch: shape.dcBatch, dcKv: shape.dcKv }, perf).ms
     : 0;
-  const pf = Math.max(0, c.ms - dec) * (ctx.correction?.prefillFactor ?? 1);
+  // Speculative decoding's draft layers run over the prompt too (their KV and the first draft).
+  const pf = Math.max(0, c.ms - dec) * (ctx.correction?.prefillFactor ?? 1) * draftPrefillFactor(ctx);
   const d = dec * (ctx.correction?.decodeFactor ?? 1);
   return { ms: pf + d, prefillMs: pf };
 }

@@ -32,12 +32,37 @@ export interface EngineContext {
   decodeSystem?: SystemSpec;
   decodePerf?: PerfSource;
   /**
-   * Speculative decoding the decode pool runs (multi-token prediction with the checkpoint's MTP layers):
-   * draft tokens proposed per step and the acceptance of each draft position. Absent: one token per step.
+   * Speculative decoding the deployment runs (the checkpoint's MTP layers, or an EAGLE-3 draft): draft tokens
+   * proposed per step and the acceptance of each draft position. Absent: one token per step.
    */
-  speculation?: { draft: number; acceptance: number };
+  speculation?: Speculation;
   /** The engine's default MoE backend rather than the one our deployments set (trtllm-bench runs; see trtllmGenMoe). */
   engineDefaultMoe?: boolean;
+}
+
+export type SpeculativeMethod = 'mtp' | 'eagle3';
+
+/** One speculative decode step of the running batch, ms: verify pass, draft passes, host; and tokens it emits. */
+export interface SpeculativeStepParts {
+  verifyMs: number;
+  draftMs: number;
+  hostMs: number;
+  tokensPerStep: number;
+}
+
+/** Speculative decoding of a deployment (see src/engine/speculation.ts). */
+export interface Speculation {
+  method: SpeculativeMethod;
+  /** Draft tokens proposed and verified per decode step (nextn). */
+  draft: number;
+  /** Acceptance of each draft position given the ones before it were accepted (draft of them). */
+  acceptRates: number[];
+  /** The rates are a default from published figures, not the user's (reports say "assumed"). */
+  assumed: boolean;
+  /** Where the rates come from ("given", or the published figure). */
+  source: string;
+  /** EAGLE-3: the draft checkpoint's Hub id. */
+  draftModel?: string;
 }
 
 /** GPUs of one model instance = tp * pp * dp (attention data parallel); moeTp * moeEp = tp * dp. */
@@ -143,7 +168,9 @@ export interface AggEstimate {
   bands: MetricBands;
   memory: MemoryPicture;
   /** Time per op type (ms per step) for prefill and decode, when asked for. */
-  breakdown?: { prefill: Record<string, number>; decode: Record<string, number> };
+  breakdown?: { prefill: Record<string, number>; decode: Record<string, number>; speculative?: SpeculativeStepParts };
+  /** The speculative decoding this estimate prices (absent: none). */
+  speculation?: Speculation;
   /** Where the mean TTFT goes. */
   ttftParts: TtftParts;
 }
@@ -156,7 +183,11 @@ export interface DisaggEstimate {
   bands: MetricBands;
   memory: { prefill: MemoryPicture; decode: MemoryPicture };
   kvTransferMs: number;
-  breakdown?: { prefill: Record<string, number>; decode: Record<string, number> };
+  /** Sequences one decode worker runs at this load (the batch its TPOT is priced at). */
+  decodeRunning?: number;
+  breakdown?: { prefill: Record<string, number>; decode: Record<string, number>; speculative?: SpeculativeStepParts };
+  /** The speculative decoding this estimate prices (absent: none). */
+  speculation?: Speculation;
   /** Where the mean TTFT goes. */
   ttftParts: TtftParts;
 }

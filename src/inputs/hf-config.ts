@@ -2,8 +2,8 @@
 import { InputError, UnsupportedError } from '../util/errors.js';
 import { isObj, type JsonObject as Json } from '../util/json.js';
 import { checkpointQuant, type CheckpointQuant } from './dtypes.js';
-import { toRuns, type LayerOf } from './layers.js';
-import type { LayerOverride, MlaSpec, ModelSpec, MoeSpec } from './types.js';
+import { nemotronBlockLayers, toRuns, type LayerOf } from './layers.js';
+import type { Dtype, LayerOverride, MlaSpec, ModelSpec, MoeSpec } from './types.js';
 
 /** Architectures whose attention RMS-normalizes every Q and K head (not flagged in their config.json). */
 const PER_HEAD_QK_NORM = new Set([
@@ -280,12 +280,46 @@ function checkpointFormats(config: Json, text: Json, quantConfig: unknown, isMoe
     const kvAlgo = isObj(kv) ? (Number(kv.num_bits) === 8 && kv.type === 'float' ? 'FP8' : undefined) : qc.kv_cache_quant_algo;
     hfQuant = { quantization: { quant_algo: qc.quant_algo, kv_cache_quant_algo: kvAlgo ?? null, exclude_modules: qc.ignore ?? [] } };
   }
+  const mixed = isObj(hfQuant?.quantization) && hfQuant.quantization.quant_algo === 'MIXED_PRECISION' ? hfQuant.quantization : undefined;
+  if (mixed) return mixedPrecision(mixed, config.torch_dtype ?? config.dtype ?? text.torch_dtype ?? text.dtype, isMoe);
   const ckpt = checkpointQuant(withQc, hfQuant, isMoe);
   if (isMoe && !hfQuant && isObj(qc) && qc.quant_method === 'compressed-tensors' && ignoresAttention(qc.ignore)) {
     const dtype = config.torch_dtype ?? config.dtype ?? text.torch_dtype ?? text.dtype;
     ckpt.quant.gemmDtype = dtype === 'float16' ? 'float16' : 'bfloat16';
   }
   return ckpt;
+}
+
+/** ModelOpt per-layer formats of a MIXED_PRECISION checkpoint, as our dtypes (weight-only NVFP4 runs as NVFP4 weights). */
+const MIXED_ALGOS: Readonly<Record<string, Dtype>> = {
+  FP8: 'fp8', FP8_BLOCK_SCALES: 'fp8_block', MXFP8: 'fp8_block', NVFP4: 'nvfp4', W4A16_NVFP4: 'nvfp4', MXFP4: 'mxfp4', W4A16_AWQ: 'int4_wo', W8A16: 'int8_wo',
+};
+
+/**
+ * A ModelOpt MIXED_PRECISION checkpoint names a format per layer (quantized_layers): the experts' format is the MoE
+ * weights' (a dense model's MLP format its GEMMs'), the most common format of the other layers the dense GEMMs'; layers
+ * it does not list stay in the checkpoint's 16-bit type.
+ */
+function mixedPrecision(q: Json, torchDtype: unknown, isMoe: boolean): CheckpointQuant {
+  const base: Dtype = torchDtype === 'float16' ? 'float16' : 'bfloat16';
+  const layers = isObj(q.quantized_layers) ? Object.entries(q.quantized_layers) : [];
+  const count = (pick: (name: string) => boolean): Dtype | undefined => {
+    const n = new Map<Dtype, number>();
+    for (const [name, v] of layers) {
+      if (!pick(name) || !isObj(v)) continue;
+      const algo = String(v.quant_algo ?? '').toUpperCase();
+      const d = MIXED_ALGOS[algo];
+      if (!d) throw new UnsupportedError(`quantization "${algo}" of ${name} is not supported; supported: ${Object.keys(MIXED_ALGOS).join(', ')}`);
+      n.set(d, (n.get(d) ?? 0) + 1);
+    }
+    return [...n.entries()].sort((a, b) => b[1] - a[1])[0]?.[0];
+  };
+  const ffn = (name: string) => (isMoe ? /experts/.test(name) && !/shared_expert/.test(name) : /mlp|ffn/.test(name));
+  const ffnDtype = count(ffn) ?? base;
+  const otherDtype = count((name) => !ffn(name)) ?? base;
+  const kv = typeof q.kv_cache_quant_algo === 'string' && q.kv_cache_quant_algo.toUpperCase() === 'FP8' ? 'fp8' : base;
+  const gemmDtype = isMoe ? otherDtype : ffnDtype;
+  return { quant: { scheme: 'mixed_precision', gemmDtype, moeDtype: isMoe ? ffnDtype : gemmDtype }, kvDtype: kv };
 }
 
 /** Whether a compressed-tensors `ignore` list (names or "re:" patterns) leaves the attention modules out. */
@@ -441,18 +475,9 @@ function nemotronHParts({ c, r, id, numLayers, where, perLayer }: HybridInput): 
   if (blocks.length !== numLayers) throw new InputError(`${where}: hybrid_override_pattern has ${blocks.length} blocks for ${numLayers} layers`);
   const hasMoe = blocks.includes('E');
   if (hasMoe && blocks.includes('-')) throw new UnsupportedError(`${id}: dense MLP blocks beside MoE blocks are not supported`);
-  const overrides: LayerOverride[] = [];
-  const layers = blocks.map((b, layer): LayerOf => {
-    if (b === 'M' || b === '*') {
-      overrides.push({ layer, ffn: 'none' });
-      return { kind: b === 'M' ? 'mamba2' : 'full' };
-    }
-    if (b === 'E' || b === '-') {
-      overrides.push({ layer, attention: 'none' });
-      return { kind: 'none' };
-    }
-    throw new UnsupportedError(`${id}: Nemotron-H block ${JSON.stringify(b)} is not supported`);
-  });
+  const parsed = nemotronBlockLayers(blocks);
+  if ('unknown' in parsed) throw new UnsupportedError(`${id}: Nemotron-H block ${JSON.stringify(parsed.unknown)} is not supported`);
+  const { layers, overrides } = parsed;
   const parts: HybridParts = {
     layers,
     layerOverrides: overrides,
@@ -523,6 +548,11 @@ function dsaParts({ r, numLayers }: HybridInput): HybridParts {
   };
 }
 
+/** The fields of `o` that are set. */
+function optional<T extends Record<string, number | undefined>>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
 function deepseekV4Parts({ r, where, perLayer }: HybridInput): HybridParts {
   // A sliding window on every layer plus a compressed KV of 1/ratio entries per token (0: the window only);
   // the ratio-4 layers pick index_topk compressed entries with an indexer. compress_ratios also lists the MTP layer.
@@ -538,7 +568,10 @@ function deepseekV4Parts({ r, where, perLayer }: HybridInput): HybridParts {
     layers,
     moe: { numExperts: r.int('n_routed_experts'), topK: r.int('num_experts_per_tok'), expertIntermediateSize: inter, sharedExperts: shared, sharedIntermediateSize: shared > 0 ? inter : 0, firstDenseLayers: 0 },
     indexer: { topK: r.int('index_topk'), numHeads: r.int('index_n_heads'), headDim: r.int('index_head_dim') },
-    compressed: { hcMult: r.int('hc_mult'), oLoraRank: r.int('o_lora_rank'), oGroups: r.int('o_groups'), hashLayers: r.int('num_hash_layers', 0) },
+    compressed: {
+      hcMult: r.int('hc_mult'), oLoraRank: r.int('o_lora_rank'), oGroups: r.int('o_groups'), hashLayers: r.int('num_hash_layers', 0),
+      ...optional({ qLoraRank: r.optInt('q_lora_rank'), sinkhornIters: r.optInt('hc_sinkhorn_iters') }),
+    },
   };
 }
 

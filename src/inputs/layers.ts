@@ -1,6 +1,6 @@
 // The layer mix of a model: which kind of token mixer each layer runs (full or sliding attention, linear
 // attention, state-space mixers, sparse attention), as a per-layer list, as runs, and as a short summary.
-import type { LayerKind, LayerRun, ModelSpec } from './types.js';
+import type { LayerKind, LayerOverride, LayerRun, ModelSpec } from './types.js';
 
 /** One layer's mixer; `window` and `ratio` as in LayerRun. */
 export interface LayerOf {
@@ -106,4 +106,44 @@ export function layerMixSummary(m: ModelSpec): string {
     .sort((a, b) => b[1] - a[1])
     .map(([label, n]) => `${n} ${label}`)
     .join(' + ');
+}
+
+/**
+ * The letters of a bundled entry's `layerPattern`, one per layer: F full attention, G gated delta net, M Mamba-2,
+ * K Kimi delta attention, D DeepSeek sparse attention, X MiniMax sparse attention, N no mixer, and DeepSeek-V4's
+ * compressed layers W (the window only), C (CSA: one entry per 4 tokens) and H (HCA: one per 128).
+ */
+const LAYER_LETTERS: Readonly<Record<string, LayerOf>> = {
+  F: { kind: 'full' }, G: { kind: 'gdn' }, M: { kind: 'mamba2' }, K: { kind: 'kda' }, D: { kind: 'dsa' },
+  X: { kind: 'minimax_sparse' }, N: { kind: 'none' }, W: { kind: 'compressed', ratio: 0 }, C: { kind: 'compressed', ratio: 4 },
+  H: { kind: 'compressed', ratio: 128 },
+};
+
+/** The layers a `layerPattern` spells, the pattern repeated over `numLayers`; compressed layers get `window`. */
+export function layersFromPattern(pattern: string, numLayers: number, window?: number): LayerOf[] {
+  return Array.from({ length: numLayers }, (_, i) => {
+    const l = { ...LAYER_LETTERS[pattern[i % pattern.length]!]! };
+    if (l.kind === 'compressed') return { kind: l.kind, window: window ?? 0, ratio: l.ratio };
+    return l;
+  });
+}
+
+/**
+ * Nemotron-H blocks (hybrid_override_pattern): M a Mamba-2 mixer, * attention, E an MoE FFN, - a dense MLP. A block is
+ * a mixer or an FFN, never both, so mixer layers skip the FFN and FFN layers the attention. Undefined for a block
+ * letter outside these four.
+ */
+export function nemotronBlockLayers(blocks: readonly string[]): { layers: LayerOf[]; overrides: LayerOverride[] } | { unknown: string } {
+  const overrides: LayerOverride[] = [];
+  const layers: LayerOf[] = [];
+  for (const [layer, b] of blocks.entries()) {
+    if (b === 'M' || b === '*') {
+      overrides.push({ layer, ffn: 'none' });
+      layers.push({ kind: b === 'M' ? 'mamba2' : 'full' });
+    } else if (b === 'E' || b === '-') {
+      overrides.push({ layer, attention: 'none' });
+      layers.push({ kind: 'none' });
+    } else return { unknown: b };
+  }
+  return { layers, overrides };
 }

@@ -5,10 +5,13 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { dataPath } from '../util/paths.js';
 import { DTYPES, type Dtype, type ModelSpec } from './types.js';
+import { layersFromPattern, nemotronBlockLayers, toRuns, type LayerOf } from './layers.js';
 
 const dtype = z.enum(DTYPES);
 const int = z.number().int().nonnegative();
 const pos = z.number().int().positive();
+
+const attentionShape = z.strictObject({ numHeads: pos, numKvHeads: pos, headDim: pos, vHeadDim: pos.optional(), kEqV: z.literal(true).optional() });
 
 const entrySchema = z.strictObject({
   id: z.string().regex(/^[\w.-]+\/[\w.-]+$/, 'expected ORG/NAME'),
@@ -37,6 +40,7 @@ const entrySchema = z.strictObject({
       sharedIntermediateSize: int,
       firstDenseLayers: int,
       layerStep: pos.optional(),
+      latentSize: pos.optional(),
     })
     .optional(),
   mla: z
@@ -58,6 +62,22 @@ const entrySchema = z.strictObject({
     .optional(),
   quant: z.strictObject({ scheme: z.string().min(1), gemmDtype: dtype, moeDtype: dtype }).optional(),
   kvDtype: dtype.optional(),
+  /**
+   * The layer mix of a hybrid or sparse model, one letter per layer, repeated over the layers (LAYER_LETTERS:
+   * Qwen3.5 "GGGF"); `blockPattern` is Nemotron-H's hybrid_override_pattern (M mamba, * attention, E MoE, - MLP).
+   */
+  layerPattern: z.string().regex(/^[FGMKDXNWCH]+$/).optional(),
+  blockPattern: z.string().regex(/^[M*E-]+$/).optional(),
+  /** DeepSeek-V4: the sliding window beside each compressed KV (layerPattern W / C / H). */
+  compressedWindow: pos.optional(),
+  gdn: z.strictObject({ numKeyHeads: pos, numValueHeads: pos, keyHeadDim: pos, valueHeadDim: pos, convKernel: pos, stateBytes: pos }).optional(),
+  mamba2: z.strictObject({ numHeads: pos, headDim: pos, stateSize: pos, groups: pos, convKernel: pos, chunkSize: pos, stateBytes: pos }).optional(),
+  kda: z.strictObject({ numHeads: pos, headDim: pos, convKernel: pos, stateBytes: pos }).optional(),
+  indexer: z.strictObject({ topK: pos, numHeads: pos, headDim: pos, blockSize: pos.optional() }).optional(),
+  compressed: z.strictObject({ hcMult: pos, oLoraRank: pos, oGroups: pos, hashLayers: int, qLoraRank: pos.optional(), sinkhornIters: pos.optional() }).optional(),
+  attentionShapes: z.strictObject({ full: attentionShape.optional(), sliding: attentionShape.optional() }).optional(),
+  attentionOutputGate: z.boolean().optional(),
+  ungatedMlp: z.boolean().optional(),
 });
 type Entry = z.infer<typeof entrySchema>;
 
@@ -102,9 +122,27 @@ function toSpec(e: Entry, file: string): ModelSpec {
     if (bad) throw new Error(`data/models/${file}: ${e.id}: layer override ${bad.layer} beyond ${numLayers} layers`);
     spec.layerOverrides = e.layerOverrides.map((o) => ({ ...o }));
   }
+  addLayerMix(spec, e, file);
+  for (const k of ['gdn', 'mamba2', 'kda', 'indexer', 'compressed'] as const) if (e[k]) Object.assign(spec, { [k]: { ...e[k] } });
+  if (e.attentionShapes) spec.attentionShapes = structuredClone(e.attentionShapes);
+  if (e.attentionOutputGate) spec.attentionOutputGate = true;
+  if (e.ungatedMlp) spec.ungatedMlp = true;
   if (e.publishedParamsB !== undefined) spec.publishedParamsB = e.publishedParamsB;
   if (e.aliases?.length) spec.aliases = [...e.aliases];
   return spec;
+}
+
+/** The layer mix of a hybrid entry (layerPattern or Nemotron-H's blockPattern, whose blocks also set layer overrides). */
+function addLayerMix(spec: ModelSpec, e: Entry, file: string): void {
+  let layers: LayerOf[] | undefined;
+  if (e.blockPattern) {
+    if (e.blockPattern.length !== spec.numLayers) throw new Error(`data/models/${file}: ${e.id}: blockPattern has ${e.blockPattern.length} blocks for ${spec.numLayers} layers`);
+    const parsed = nemotronBlockLayers([...e.blockPattern]);
+    if ('unknown' in parsed) throw new Error(`data/models/${file}: ${e.id}: unknown block ${parsed.unknown}`);
+    layers = parsed.layers;
+    spec.layerOverrides = parsed.overrides;
+  } else if (e.layerPattern) layers = layersFromPattern(e.layerPattern, spec.numLayers, e.compressedWindow);
+  if (layers?.some((l) => l.kind !== 'full' && l.kind !== 'sliding')) spec.layerMix = toRuns(layers);
 }
 
 let cache: ModelSpec[] | undefined;

@@ -164,6 +164,10 @@ export interface CompressedAttentionSpec {
   oGroups: number;
   /** The first layers route experts by token hash (num_hash_layers). */
   hashLayers: number;
+  /** Low-rank query projection (q_lora_rank); absent: the query is projected directly. */
+  qLoraRank?: number;
+  /** Sinkhorn iterations normalizing the hyper-connection weights (hc_sinkhorn_iters). */
+  sinkhornIters?: number;
 }
 
 /** Attention shape of the layers of one kind where it differs from the spec's numHeads / numKvHeads / headDim. */
@@ -291,4 +295,6 @@ export interface Sla {
   ttftMs: number;
   tpotMs: number;
   requestLatencyMs?: number;
+  /** --sla-confidence: each target is judged against this quantile of its metric's error band (absent: 0.5, the prediction). */
+  confidence?: number;
 }

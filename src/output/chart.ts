@@ -2,6 +2,7 @@
 // shipped in assets/fonts, so the picture is the same on every machine. vega and vega-lite are imported
 // lazily: they are large and only needed when a results directory is written.
 import { existsSync } from 'node:fs';
+import { speculationSuffix } from '../engine/speculation.js';
 import { join } from 'node:path';
 import type { SearchResult, RankedCandidate, Mode } from '../search/types.js';
 import { projectRoot } from '../util/paths.js';
@@ -31,7 +32,7 @@ function point(mode: Mode, c: RankedCandidate): Point {
     mode,
     tokens_per_s_per_user: round(c.estimate.metrics.tokPerSPerUser, 2),
     tokens_per_s_per_gpu: round(c.clusterTokPerSPerGpu, 2),
-    parallel: escapeControl(c.parallel),
+    parallel: escapeControl(c.parallel + speculationSuffix(c.estimate.speculation)),
     meets_sla: c.meetsSla === false ? 'no' : 'yes',
   };
 }

@@ -1,5 +1,6 @@
 // The console report of `configure default`: effective parameters, results box, Pareto plot, top-N tables.
 import Table from 'cli-table3';
+import { speculationSuffix } from '../engine/speculation.js';
 import { PLAIN_STYLE } from './table.js';
 import { Chalk } from 'chalk';
 import type { AggEstimate, Band, DisaggEstimate } from '../engine/types.js';
@@ -64,11 +65,11 @@ function describe(c: RankedCandidate): string {
   const r = replicasOf(c);
   if (c.estimate.mode === 'agg') {
     const cfg = (c.estimate as AggEstimate).config;
-    return `agg ${c.parallel}, batch ${cfg.batchSize}, max-num-tokens ${cfg.maxNumTokens}, ${r} replica${r > 1 ? 's' : ''} x ${c.gpusUsed / r} GPUs`;
+    return `agg ${c.parallel}${speculationSuffix(c.estimate.speculation)}, batch ${cfg.batchSize}, max-num-tokens ${cfg.maxNumTokens}, ${r} replica${r > 1 ? 's' : ''} x ${c.gpusUsed / r} GPUs`;
   }
   const d = (c.estimate as DisaggEstimate).config;
   const [pName, dName] = disaggParallelNames(c);
-  return `disagg ${d.prefill.workers} x prefill ${pName} (bs ${d.prefill.batchSize}) + ${d.decode.workers} x decode ${dName} (bs ${d.decode.batchSize}), ${r} replica${r > 1 ? 's' : ''} x ${c.gpusUsed / r} GPUs`;
+  return `disagg ${d.prefill.workers} x prefill ${pName} (bs ${d.prefill.batchSize}) + ${d.decode.workers} x decode ${dName}${speculationSuffix(c.estimate.speculation)} (bs ${d.decode.batchSize}), ${r} replica${r > 1 ? 's' : ''} x ${c.gpusUsed / r} GPUs`;
 }
 
 export function renderResultsBox(result: SearchResult, p: Palette): string {
@@ -93,6 +94,7 @@ export function renderResultsBox(result: SearchResult, p: Palette): string {
     const basis = i.bandBasis?.[best.estimate.mode];
     if (basis) t.push([p.bold('bands from'), basisLines(basis).join('; ')]);
   }
+  if (i.speculation) t.push([p.bold('speculative'), i.speculation]);
   t.push([p.bold('calibration'), i.calibratedOn]);
   return t.toString();
 }
@@ -127,7 +129,7 @@ export function renderAggTable(top: RankedCandidate[], p: Palette): string {
   const t = new Table({ ...PLAIN_STYLE, head: [...METRIC_HEAD, 'parallel', 'bs', 'max tokens'].map((h) => p.head(h)) });
   top.forEach((c, i) => {
     const cfg = (c.estimate as AggEstimate).config;
-    t.push([...metricCells(c, i + 1), c.parallel, String(cfg.batchSize), String(cfg.maxNumTokens)]);
+    t.push([...metricCells(c, i + 1), c.parallel + speculationSuffix(c.estimate.speculation), String(cfg.batchSize), String(cfg.maxNumTokens)]);
   });
   return t.toString();
 }
@@ -145,7 +147,7 @@ export function renderDisaggTable(top: RankedCandidate[], p: Palette): string {
       String(e.config.prefill.batchSize),
       String(gpusOf(e.config.prefill)),
       String(e.config.decode.workers),
-      dName ?? '',
+      (dName ?? '') + speculationSuffix(e.speculation),
       String(e.config.decode.batchSize),
       String(gpusOf(e.config.decode)),
       num(e.kvTransferMs),
@@ -265,6 +267,7 @@ export function renderRecommend(result: RecommendResult, opts: RenderOptions): s
     box.push([p.bold('TTFT'), `${num(m.ttftMs)} ms ${band(bands.ttftMs)}`]);
     box.push([p.bold('TPOT'), `${num(m.tpotMs)} ms ${band(bands.tpotMs)}`]);
   }
+  if (i.speculation) box.push([p.bold('speculative'), i.speculation]);
   box.push([p.bold('calibration'), i.calibratedOn]);
   out.push(box.toString());
   out.push('');

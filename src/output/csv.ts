@@ -1,6 +1,7 @@
 // best_config_topn.csv and pareto.csv. Column names follow aiconfigurator where the meaning is the same
 // (per-replica concurrency, request_rate and num_total_gpus), then ours: totals, error bands, memory.
 import { stringify } from 'csv-stringify/sync';
+import { speculationSuffix } from '../engine/speculation.js';
 import type { AggEstimate, DisaggEstimate, EngineContext, MemoryPicture } from '../engine/types.js';
 import type { Mode, RankedCandidate, SearchInputs } from '../search/types.js';
 import { round } from '../util/format.js';
@@ -75,7 +76,7 @@ function aggRow(c: RankedCandidate, inputs: SearchInputs, ctx: EngineContext): R
     'seq/s': round(m.requestsPerS / replicas), 'seq/s/gpu': round(m.requestsPerS / m.gpus),
     'tokens/s': round(m.outputTokPerS / replicas), 'tokens/s/gpu': round(m.tokPerSPerGpu), 'tokens/s/user': round(m.tokPerSPerUser),
     num_total_gpus: g, tp: e.config.tp, pp: e.config.pp, dp: e.config.dp, moe_tp: e.config.moeTp, moe_ep: e.config.moeEp,
-    parallel: c.parallel || layoutName(e.config, moe),
+    parallel: (c.parallel || layoutName(e.config, moe)) + speculationSuffix(e.speculation),
     gemm: ctx.gemmDtype, kvcache: ctx.kvDtype, moe: moe ? ctx.moeDtype : '',
     // Each attention-DP rank holds only its own sequences.
     memory: round(memoryNeeded(e.memory, e.config.batchSize / e.config.dp, seqLen)),
@@ -98,7 +99,8 @@ function disaggRow(c: RankedCandidate, inputs: SearchInputs, ctx: EngineContext)
   const moe = ctx.model.moe !== undefined;
   const pool = (tag: '(p)' | '(d)', cfg: typeof p, mem: MemoryPicture, system: string): Row => ({
     [`${tag}tp`]: cfg.tp, [`${tag}pp`]: cfg.pp, [`${tag}dp`]: cfg.dp, [`${tag}moe_tp`]: cfg.moeTp, [`${tag}moe_ep`]: cfg.moeEp,
-    [`${tag}parallel`]: layoutName(cfg, moe), [`${tag}max_num_tokens`]: cfg.maxNumTokens,
+    // The decode pool runs the speculative decoding (" +mtp3").
+    [`${tag}parallel`]: layoutName(cfg, moe) + (tag === '(d)' ? speculationSuffix(e.speculation) : ''), [`${tag}max_num_tokens`]: cfg.maxNumTokens,
     [`${tag}memory`]: round(memoryNeeded(mem, cfg.batchSize / cfg.dp, tag === '(p)' ? inputs.workload.isl : seqLen)),
     [`${tag}mem_per_gpu_gib`]: round(memoryAllocated(mem)), [`${tag}kv_tokens`]: Math.round(mem.kvTokens),
     [`${tag}system`]: system,

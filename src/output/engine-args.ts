@@ -51,9 +51,29 @@ function quantization(plan: DeployPlan): { value?: string; notes: string[] } {
   };
 }
 
-/** The simulated token budget; never below the batch, which the engines refuse at start-up. */
-export function tokenBudget(backend: 'vllm' | 'sglang' | 'trtllm', g: WorkerGroup): number {
-  return Math.max(g.maxNumTokens, perSchedulerBatch(backend, g));
+/**
+ * The simulated token budget; never below the batch, which the engines refuse at start-up. With speculative
+ * decoding every running sequence verifies 1 + draft tokens a step, and the budget must hold them all.
+ */
+export function tokenBudget(backend: 'vllm' | 'sglang' | 'trtllm', g: WorkerGroup, draft = 0): number {
+  return Math.max(g.maxNumTokens, perSchedulerBatch(backend, g) * (1 + draft));
+}
+
+/**
+ * The speculative settings of a plan as template values (templates/engine-flags.yaml writes each engine's
+ * syntax): the method as a condition, the draft depth, the verified tokens per step and the draft model.
+ */
+function speculationVars(plan: DeployPlan): FlagVars {
+  const s = plan.speculation;
+  if (!s || s.draft <= 0) return { speculative: false, mtp: false, eagle3: false };
+  return {
+    speculative: true,
+    mtp: s.method === 'mtp',
+    eagle3: s.method === 'eagle3',
+    nextn: s.draft,
+    nextn_plus_one: s.draft + 1,
+    ...(s.draftModel !== undefined ? { draft_model: s.draftModel } : {}),
+  };
 }
 
 /** TRT-LLM engine YAML file name of one role. */
@@ -70,6 +90,7 @@ export function flagVars(plan: DeployPlan, g: WorkerGroup, ports: WorkerPorts = 
   const balanceIters = adpBalanceTimeoutIters(plan.backend, plan.version);
   return {
     model: plan.modelId,
+    served_model_name: plan.servedModelName ?? plan.modelId,
     role: g.role,
     tp: l.tp,
     pp: l.pp,
@@ -80,7 +101,7 @@ export function flagVars(plan: DeployPlan, g: WorkerGroup, ports: WorkerPorts = 
     batch_size: perSchedulerBatch(plan.backend, g),
     max_num_tokens: g.maxNumTokens,
     max_num_tokens_x_dp: g.maxNumTokens * l.dp,
-    token_budget: tokenBudget(plan.backend, g),
+    token_budget: tokenBudget(plan.backend, g, plan.speculation?.draft ?? 0),
     max_model_len: plan.maxModelLen,
     // On demand: TRT-LLM's worker flags never name it, only its engine YAML does.
     kv_cache_dtype: () => kvFlag(plan.backend, plan.kvDtype),
@@ -105,6 +126,7 @@ export function flagVars(plan: DeployPlan, g: WorkerGroup, ports: WorkerPorts = 
     'dynamo_1.x': plan.dynamo === '1.x',
     load_time_quantization: q.value !== undefined,
     cache_transceiver: plan.backend === 'trtllm' && !onLineAtLeast(trtllmReleaseOf(plan.version), '1.3'),
+    ...speculationVars(plan),
   };
 }
 

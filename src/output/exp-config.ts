@@ -1,6 +1,7 @@
 // exp_config.yaml: experiments that `configure exp --yaml FILE` runs. The schema lives here so the
 // writer and the reader cannot drift; errors name the key and its line.
 import YAML, { isMap, isScalar, LineCounter, parseDocument, type Node } from 'yaml';
+import { MAX_NEXTN } from '../engine/speculation.js';
 import { z } from 'zod';
 import type { EngineContext } from '../engine/types.js';
 import type { Mode, SearchInputs } from '../search/types.js';
@@ -9,6 +10,7 @@ import { quote } from '../util/text.js';
 import { yamlToJS } from '../util/yaml.js';
 import { BACKENDS, DTYPES } from '../inputs/types.js';
 import type { ImageComponent, ImageOverrides } from './plan.js';
+import { clusterSchema, clusterToYaml, CLUSTER_YAML_KEYS, type ClusterOptions } from './cluster.js';
 
 const intList = z.array(z.number().int().positive()).min(1);
 const imageRef = z.string().regex(/^\S+$/, 'an image reference without spaces');
@@ -37,7 +39,13 @@ export const experimentSchema = z.strictObject({
   weight_dtype: z.enum(DTYPES).optional(),
   kv_cache_dtype: z.enum(DTYPES).optional(),
   top_n: z.number().int().positive().default(5),
+  /** Speculative decoding (as --nextn, --nextn-accept-rates, --speculative). */
+  nextn: z.union([z.number().int().min(0).max(MAX_NEXTN), z.literal('auto')]).optional(),
+  nextn_accept_rates: z.array(z.number().gt(0).max(1)).min(1).optional(),
+  speculative: z.enum(['mtp', 'eagle3', 'off']).optional(),
   image: imageSchema.optional(),
+  /** Namespace, secrets, model cache and model names of the manifests (src/output/cluster.ts). */
+  cluster: clusterSchema.optional(),
   search: z
     .strictObject({
       tp: intList.optional(),
@@ -103,6 +111,7 @@ function acceptedKeys(path: (string | number)[]): string {
   if (path.length === 0) return 'experiments';
   if (path.length === 3 && path[2] === 'search') return Object.keys(experimentSchema.shape.search.unwrap().shape).join(', ');
   if (path.length === 3 && path[2] === 'image') return 'frontend, agg, prefill, decode (or one image for all)';
+  if (path.length === 3 && path[2] === 'cluster') return Object.values(CLUSTER_YAML_KEYS).join(', ');
   return Object.keys(experimentSchema.shape).join(', ');
 }
 
@@ -123,7 +132,7 @@ function imageEntry(images: ImageOverrides, mode: Mode | 'both'): string | Image
 }
 
 /** One experiment reproducing a search for one mode (with the images the run was given). */
-export function experimentFor(inputs: SearchInputs, mode: Mode | 'both', ctx?: EngineContext, images?: ImageOverrides): Record<string, unknown> {
+export function experimentFor(inputs: SearchInputs, mode: Mode | 'both', ctx?: EngineContext, images?: ImageOverrides, cluster?: ClusterOptions): Record<string, unknown> {
   const e: Record<string, unknown> = {
     name: mode,
     mode,
@@ -144,12 +153,20 @@ export function experimentFor(inputs: SearchInputs, mode: Mode | 'both', ctx?: E
   if (ctx && ctx.gemmDtype !== ctx.model.quant.gemmDtype) e.weight_dtype = ctx.gemmDtype;
   if (ctx && ctx.kvDtype !== ctx.model.kvDtype) e.kv_cache_dtype = ctx.kvDtype;
   e.top_n = inputs.topN;
+  // The speculative setting searched, so the file reruns the same search.
+  if (ctx?.speculation && ctx.speculation.draft > 0) {
+    e.nextn = ctx.speculation.draft;
+    if (!ctx.speculation.assumed) e.nextn_accept_rates = ctx.speculation.acceptRates;
+    e.speculative = ctx.speculation.method;
+  }
   const image = images ? imageEntry(images, mode) : undefined;
   if (image !== undefined) e.image = image;
+  const clusterKeys = clusterToYaml(cluster);
+  if (clusterKeys !== undefined) e.cluster = clusterKeys;
   return e;
 }
 
 /** exp_config.yaml text for one mode (or both). */
-export function buildExpConfig(inputs: SearchInputs, mode: Mode | 'both', ctx?: EngineContext, images?: ImageOverrides): string {
-  return YAML.stringify({ experiments: [experimentFor(inputs, mode, ctx, images)] }, { lineWidth: 0 });
+export function buildExpConfig(inputs: SearchInputs, mode: Mode | 'both', ctx?: EngineContext, images?: ImageOverrides, cluster?: ClusterOptions): string {
+  return YAML.stringify({ experiments: [experimentFor(inputs, mode, ctx, images, cluster)] }, { lineWidth: 0 });
 }

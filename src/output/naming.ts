@@ -43,7 +43,8 @@ export function resultsSlug(inputs: SearchInputs, extra: Record<string, unknown>
   if (inputs.workload.prefix > 0) parts.push(`prefix${inputs.workload.prefix}`);
   if (inputs.sla.requestLatencyMs !== undefined) parts.push(`lat${num(inputs.sla.requestLatencyMs)}`);
   if (inputs.decodeSystem && inputs.decodeSystem !== inputs.system) parts.push(`d-${safeSegment(inputs.decodeSystem)}`);
-  const rest = { model: inputs.model, version: inputs.version, topN: inputs.topN, calibratedOn: inputs.calibratedOn, ...extra };
+  // The speculative setting searched (absent without one, so plain runs keep their names).
+  const rest = { model: inputs.model, version: inputs.version, topN: inputs.topN, calibratedOn: inputs.calibratedOn, speculation: inputs.speculation, ...extra };
   parts.push(shortHash(rest));
   return parts.join('_');
 }

@@ -1,11 +1,13 @@
 // One ranked candidate turned into what every artifact needs: worker groups with their totals, the image,
 // the flag profile and the engine limits. Builders read this, never the raw estimate.
 import type { Backend, Dtype, SystemSpec } from '../inputs/types.js';
-import type { AggEstimate, DisaggEstimate, EngineContext, ParallelLayout } from '../engine/types.js';
+import type { AggEstimate, DisaggEstimate, EngineContext, ParallelLayout, Speculation } from '../engine/types.js';
 import type { Mode, RankedCandidate, SearchInputs } from '../search/types.js';
 import { gpusOf } from '../search/port.js';
 import { dgdApiVersion } from '../inputs/dynamo-runtime.js';
 import { parseDynamoVersion, releaseProfile, runtimeImage, type DynamoProfile, type ImageChoice } from './images.js';
+import type { ClusterOptions } from './cluster.js';
+import type { PlannerSettings } from './planner.js';
 
 /** What the builders take: the search inputs, the engine context and one ranked candidate. */
 export interface PlanInput {
@@ -16,6 +18,10 @@ export interface PlanInput {
   dynamoVersion?: string;
   /** Images given by the user, replacing the release's runtime image for those components. */
   images?: ImageOverrides;
+  /** Namespace, secrets, model cache and model names of the manifests (src/output/cluster.ts). */
+  cluster?: ClusterOptions;
+  /** The SLA planner to add to a disaggregated deployment, with its profiles (src/output/planner.ts). */
+  planner?: PlannerSettings;
 }
 
 export type Role = 'agg' | 'prefill' | 'decode';
@@ -71,6 +77,10 @@ export interface DeployPlan {
   apiVersion: 'nvidia.com/v1alpha1' | 'nvidia.com/v1beta1';
   /** Images the user gave, by component; the others run image.image. */
   userImages: ImageOverrides;
+  /** The name the workers serve the model under, when not modelId (the manifest's --served-model-name). */
+  servedModelName?: string;
+  /** Speculative decoding the workers run (the engine's speculative flags); absent: none. */
+  speculation?: Speculation;
 }
 
 /** The image a component runs: the user's, else the release's runtime image. */
@@ -115,6 +125,8 @@ function buildPlan(p: PlanInput): DeployPlan {
     image,
     apiVersion: dgdApiVersion(image.release),
     userImages: { ...(p.images ?? {}) },
+    // The speculative decoding the candidate was priced with (each candidate its own under --nextn auto).
+    ...((est.speculation ?? ctx.speculation)?.draft ? { speculation: est.speculation ?? ctx.speculation } : {}),
   };
   if (est.mode === 'agg') {
     const e = est as AggEstimate;

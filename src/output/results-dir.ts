@@ -8,13 +8,17 @@ import { randomBytes } from 'node:crypto';
 import { basename, dirname, join, resolve, sep } from 'node:path';
 import type { EngineContext } from '../engine/types.js';
 import type { Mode, SearchResult } from '../search/types.js';
-import { InputError } from '../util/errors.js';
+import { InputError, UnsupportedError } from '../util/errors.js';
 import { renderParetoChart } from './chart.js';
 import { buildCandidatesCsv } from './csv.js';
 import { buildExpConfig } from './exp-config.js';
 import { buildGeneratorConfig } from './generator-config.js';
 import { parseDynamoVersion } from './images.js';
 import { buildDeployManifest, buildEngineConfigs } from './k8s.js';
+import { PlannerHandoff } from './planner-bundle.js';
+import { buildBenchJob } from './k8s-bench.js';
+import { buildLlmdValues, llmdRefusal, type Target } from './llmd.js';
+import type { ClusterOptions } from './cluster.js';
 import { insideDir, resultsSlug } from './naming.js';
 import { derivePlan, imageOf, type ImageOverrides, type PlanInput } from './plan.js';
 import { workerCommand } from './engine-args.js';
@@ -26,6 +30,12 @@ export interface ResultsDirOptions {
   dynamoVersion?: string;
   /** Images given by the user (--image), by component. */
   images?: ImageOverrides;
+  /** --planner: disaggregated candidates get the SLA planner, its profiles and their plots (src/output/planner-bundle.ts). */
+  planner?: boolean;
+  /** Namespace, secrets, model cache and model names of the manifests (--namespace, ...). */
+  cluster?: ClusterOptions;
+  /** --target: Dynamo manifests (default) or llm-d model service Helm values. */
+  target?: Target;
   /** The console report; colour codes and the timing line are removed. */
   reportText: string;
   /** The --json document, written as summary.json (timing keys removed). */
@@ -67,6 +77,10 @@ export function stripTiming(value: unknown): unknown {
 /** Every file of the results directory, in a fixed order. Pure apart from the chart rendering. */
 export async function buildResultsTree(result: SearchResult, ctx: EngineContext, opts: ResultsDirOptions): Promise<{ files: TreeFile[]; warnings: string[] }> {
   parseDynamoVersion(opts.dynamoVersion);
+  // The model service runs vLLM only: refuse the whole run before writing anything for another engine.
+  if (opts.target === 'llm-d' && result.inputs.backend !== 'vllm') {
+    throw new UnsupportedError(`--target llm-d deploys vLLM (the model service runs vllm serve), not ${result.inputs.backend}; accepted: --backend vllm, or --target dynamo`);
+  }
   const files: TreeFile[] = [];
   const warnings = new Set<string>();
   const add = (path: string, content: string | Buffer, executable = false): void => {
@@ -84,12 +98,21 @@ export async function buildResultsTree(result: SearchResult, ctx: EngineContext,
     const top = r.top.slice(0, Math.max(1, result.inputs.topN));
     add(`${mode}/best_config_topn.csv`, buildCandidatesCsv(mode, top, result.inputs, ctx));
     add(`${mode}/pareto.csv`, buildCandidatesCsv(mode, r.frontier, result.inputs, ctx));
-    add(`${mode}/exp_config.yaml`, buildExpConfig(result.inputs, mode, ctx, opts.images));
+    add(`${mode}/exp_config.yaml`, buildExpConfig(result.inputs, mode, ctx, opts.images, opts.cluster));
+    const handoff = new PlannerHandoff(opts.planner === true);
     top.forEach((candidate, i) => {
       const dir = `${mode}/top${i + 1}`;
-      const p: PlanInput = { inputs: result.inputs, ctx, candidate, dynamoVersion: opts.dynamoVersion, images: opts.images };
+      const p: PlanInput = { inputs: result.inputs, ctx, candidate, dynamoVersion: opts.dynamoVersion, images: opts.images, cluster: opts.cluster };
+      handoff.attach(dir, p, warnings);
       add(`${dir}/generator_config.yaml`, buildGeneratorConfig(p));
-      add(`${dir}/k8s_deploy.yaml`, buildDeployManifest(p));
+      if (opts.target === 'llm-d') {
+        const refusal = llmdRefusal(derivePlan(p));
+        if (refusal === undefined) add(`${dir}/llmd_values.yaml`, buildLlmdValues(p));
+        else warnings.add(`${dir}: no llmd_values.yaml: ${refusal.replace(/^--target llm-d:? ?/, '')}`);
+      } else {
+        add(`${dir}/k8s_deploy.yaml`, buildDeployManifest(p));
+        add(`${dir}/k8s_bench.yaml`, buildBenchJob(p));
+      }
       for (const s of buildRunScripts(p)) add(`${dir}/${s.name}`, s.content, true);
       add(`${dir}/bench.sh`, buildBenchScript(p), true);
       for (const e of buildEngineConfigs(p)) add(`${dir}/${e.name}`, e.content);
@@ -108,6 +131,7 @@ export async function buildResultsTree(result: SearchResult, ctx: EngineContext,
         warnings.add(`prefill and decode run on different GPU systems; add a nodeSelector per worker service in ${mode}/top*/k8s_deploy.yaml (see the inferplan/gpu-system annotations)`);
       }
     });
+    for (const f of await handoff.files()) add(f.path, f.content);
   }
   return { files, warnings: [...warnings] };
 }

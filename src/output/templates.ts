@@ -24,15 +24,16 @@ function templateError(file: string, message: string): InferplanError {
 export const CONDITIONS = [
   'agg', 'prefill', 'decode', 'disagg', 'prefix_caching', 'expert_parallel', 'attention_dp', 'moe',
   'dynamo_0.9', 'dynamo_1.x', 'load_time_quantization', 'cache_transceiver', 'multinode_follower', 'adp_balance',
-  'trtllm_gen_moe',
+  'trtllm_gen_moe', 'speculative', 'mtp', 'eagle3',
 ] as const;
 export type Condition = (typeof CONDITIONS)[number];
 
 /** Values a flag or engine-config key can take. */
 export const VALUE_KEYS = [
-  'model', 'role', 'tp', 'pp', 'dp', 'moe_tp', 'moe_ep', 'tp_x_dp', 'batch_size', 'max_num_tokens', 'max_num_tokens_x_dp', 'token_budget',
+  'model', 'served_model_name', 'role', 'tp', 'pp', 'dp', 'moe_tp', 'moe_ep', 'tp_x_dp', 'batch_size', 'max_num_tokens', 'max_num_tokens_x_dp', 'token_budget',
   'max_model_len', 'kv_cache_dtype', 'quantization', 'engine_config_path', 'engine_port', 'bootstrap_port',
   'kv_event_port', 'nixl_side_channel_port', 'node_count', 'node_rank', 'adp_balance_timeout_iters',
+  'nextn', 'nextn_plus_one', 'draft_model',
 ] as const;
 export type ValueKey = (typeof VALUE_KEYS)[number];
 

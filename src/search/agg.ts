@@ -43,9 +43,10 @@ export function searchAgg(engine: SearchEngine, ctx: EngineContext, spec: Search
             return null;
           }
           const c = col.add(est, name, replicas, gpus);
-          return { value: est.metrics.tokPerSPerGpu, meetsSla: c.meetsSla === true };
+          return { value: est.metrics.tokPerSPerGpu, meetsSla: c.meetsSla === true, margin: col.margin(c) };
         },
         fixedBatches !== undefined,
+        layout.dp,
       );
     }
   }

@@ -1,14 +1,25 @@
 // Accumulates what one mode's search saw: counts per constraint, every rule-passing point, the misses.
 import type { Sla } from '../inputs/types.js';
 import type { AggEstimate, DisaggEstimate } from '../engine/types.js';
-import type { Mode, ModeResult, RankedCandidate, RemovalReason } from './types.js';
+import type { Mode, ModeResult, RankedCandidate, Relaxation, RemovalReason } from './types.js';
 import { missDetail, missRatio, nearestMisses, paretoFrontier, slaBreaks, topPerLayout } from './rank.js';
+import { confidenceOf, latenciesAt, slaChance, type JudgedLatencies } from './confidence.js';
 
 interface Miss {
   c: RankedCandidate;
   ratio: number;
   worst: RemovalReason;
 }
+
+/** The SLA field each relaxable target sets. */
+const SLA_FIELD: Record<Relaxation['target'], 'ttftMs' | 'tpotMs' | 'requestLatencyMs'> = {
+  ttft: 'ttftMs',
+  tpot: 'tpotMs',
+  request_latency: 'requestLatencyMs',
+};
+
+/** How far each target is relaxed in the verdict's "what relaxing buys" lines. */
+export const RELAX_FACTORS = [1.1, 1.25];
 
 interface RuleMiss {
   parallel: string;
@@ -34,12 +45,17 @@ export class ModeCollector {
   private readonly misses: Miss[] = [];
   private readonly ruleMisses = new Map<string, RuleMiss>();
   private readonly started = performance.now();
+  /** The latencies each evaluated point was judged on (at the SLA's confidence). */
+  private readonly judgedOf = new Map<RankedCandidate, JudgedLatencies>();
+  private readonly confidence: number;
 
   constructor(
     readonly mode: Mode,
     private readonly sla: Sla,
     private readonly totalGpus: number,
-  ) {}
+  ) {
+    this.confidence = confidenceOf(sla);
+  }
 
   /** `count` candidates removed by a memory or engine rule (e.g. every batch size of a layout that does not fit). */
   refuse(constraint: 'memory' | 'engine', parallel: string, reason: string, gpus: number, count = 1): void {
@@ -53,7 +69,8 @@ export class ModeCollector {
     this.evaluated++;
     const gpusUsed = replicas * unitGpus;
     const m = estimate.metrics;
-    const broke = slaBreaks(m, this.sla);
+    const judged = latenciesAt(m, estimate.bands, this.confidence);
+    const broke = slaBreaks(judged, this.sla);
     const c: RankedCandidate = {
       estimate,
       parallel,
@@ -62,16 +79,41 @@ export class ModeCollector {
       clusterTokPerSPerGpu: (m.tokPerSPerGpu * gpusUsed) / this.totalGpus,
       meetsSla: broke.length === 0,
       broke: broke.length === 0 ? NONE : broke,
+      chance: slaChance(m, estimate.bands, this.sla),
     };
     this.points.push(c);
+    this.judgedOf.set(c, judged);
     if (broke.length === 0) {
       this.feasible.push(c);
     } else {
       for (const r of broke) this.removed[r]++;
-      const { ratio, worst } = missRatio(m, this.sla);
+      const { ratio, worst } = missRatio(judged, this.sla);
       this.misses.push({ c, ratio, worst });
     }
     return c;
+  }
+
+  /** How far past its worst target a point is as judged (below 1: meets the SLA); monotone in load. */
+  margin(c: RankedCandidate): number {
+    return missRatio(this.judgedOf.get(c) ?? c.estimate.metrics, this.sla).ratio;
+  }
+
+  /** The best evaluated point with each target relaxed by each of RELAX_FACTORS. */
+  relaxations(): Relaxation[] {
+    const out: Relaxation[] = [];
+    for (const target of Object.keys(SLA_FIELD) as Relaxation['target'][]) {
+      const value = this.sla[SLA_FIELD[target]];
+      if (value === undefined) continue;
+      for (const factor of RELAX_FACTORS) {
+        const sla = { ...this.sla, [SLA_FIELD[target]]: value * factor };
+        let best = 0;
+        for (const [c, judged] of this.judgedOf) {
+          if (c.clusterTokPerSPerGpu > best && slaBreaks(judged, sla).length === 0) best = c.clusterTokPerSPerGpu;
+        }
+        out.push({ target, factor, valueMs: value * factor, best });
+      }
+    }
+    return out;
   }
 
   finish(topN: number, keepFeasible = false): ModeResult {
@@ -79,7 +121,8 @@ export class ModeCollector {
     const frontier = paretoFrontier(this.points);
     let nearMisses: ModeResult['nearMisses'] = [];
     if (top.length === 0) {
-      nearMisses = nearestMisses(this.misses, NEAR_MISSES, (c) => missDetail(c.estimate.metrics, this.sla, c.broke ?? []));
+      const at = this.confidence === 0.5 ? '' : ` at confidence ${this.confidence}`;
+      nearMisses = nearestMisses(this.misses, NEAR_MISSES, (c) => missDetail(this.judgedOf.get(c)!, this.sla, c.broke ?? []) + at);
       // Layouts that never ran (largest first: closest to fitting) fill the rest.
       const rules = [...this.ruleMisses.values()].sort((a, b) => b.gpus - a.gpus);
       for (const r of rules) {
@@ -97,6 +140,7 @@ export class ModeCollector {
       frontier,
       nearMisses,
       ...(keepFeasible ? { feasibleAll: this.feasible } : {}),
+      relaxed: this.relaxations(),
       counters: { engineCalls: this.engineCalls, screened: this.screened, elapsedMs: performance.now() - this.started },
     };
   }

@@ -8,6 +8,7 @@ import { isRefusal, type SearchEngine } from './port.js';
 import { batchGrid, enumerateLayouts, gpusOf, layoutName, prefillBatches } from './candidates.js';
 import { ModeCollector } from './collect.js';
 import { walkBatches } from './walk.js';
+import { confidenceOf, tpotAt } from './confidence.js';
 
 /** aiconfigurator's caps on workers per pool in one unit. */
 const MAX_WORKERS = 32;
@@ -154,6 +155,7 @@ export function searchDisagg(engine: SearchEngine, ctx: EngineContext, spec: Sea
   const layouts = enumerateLayouts(ctx, budget - 1, spec.restrict);
   const fixedBatches = spec.restrict?.batch;
   const perGpu = spec.rateMatch === 'perGpu';
+  const confidence = confidenceOf(spec.sla);
 
   const prefill: PrefillOption[] = [];
   for (const layout of layouts) {
@@ -248,7 +250,8 @@ export function searchDisagg(engine: SearchEngine, ctx: EngineContext, spec: Sea
   for (const d of decode) {
     const partner = prefill.find((p) => ruleOf(p.layout, d.layout, p.maxNumTokens, d.maxNumTokens) === null);
     if (!partner) continue;
-    walkBatches(
+    const walked: (PoolPoint<DecodeOption> & { batchSize: number })[] = [];
+    const { edges } = walkBatches(
       d.grid,
       (bd) => {
         const est = probe({ prefill: pool(partner.layout, partner.batchSize, partner.maxNumTokens, PROBE_WORKERS), decode: pool(d.layout, bd, d.maxNumTokens, 1) }, UNLIMITED);
@@ -256,11 +259,17 @@ export function searchDisagg(engine: SearchEngine, ctx: EngineContext, spec: Sea
           col.refuse(est.constraint, `d:${d.name}`, est.reason, d.gpus);
           return null;
         }
-        decodePoints.push({ option: d, batchSize: bd, gpus: d.gpus, latencyMs: est.metrics.tpotMs, capacity: est.metrics.requestsPerS });
-        return { value: est.metrics.requestsPerS / d.gpus, meetsSla: est.metrics.tpotMs <= spec.sla.tpotMs };
+        walked.push({ option: d, batchSize: bd, gpus: d.gpus, latencyMs: est.metrics.tpotMs, capacity: est.metrics.requestsPerS });
+        // A decode pool alone decides TPOT, judged at the SLA's confidence as the priced units are.
+        const tpot = tpotAt(est.metrics, est.bands, confidence);
+        return { value: est.metrics.requestsPerS / d.gpus, meetsSla: tpot <= spec.sla.tpotMs, margin: tpot / spec.sla.tpotMs };
       },
       fixedBatches !== undefined,
+      d.layout.dp,
     );
+    // Off-grid sizes tried on the way to an SLA edge are not worth rate matching; the edge itself is.
+    const onGrid = new Set([...d.grid, ...edges]);
+    for (const w of walked) if (onGrid.has(w.batchSize)) decodePoints.push(w);
   }
   const prefillKept = new Set(poolFrontier(prefillPoints));
   const decodeKept = new Set(poolFrontier(decodePoints));

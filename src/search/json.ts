@@ -1,5 +1,6 @@
 // The machine-readable document of a search (`configure default --json`), reused by other commands.
 import type { AggEstimate, DisaggEstimate, MetricBands, PoolConfig, ServingMetrics } from '../engine/types.js';
+import { tokensPerStep } from '../engine/speculation.js';
 import type { ModeResult, RankedCandidate, SearchResult } from './types.js';
 import { explain, hasFeasible, type NoFeasibleDetail } from './explain.js';
 import type { Recommendation, RecommendResult } from './recommend.js';
@@ -23,8 +24,12 @@ export interface CandidateJson {
   rank?: number;
   mode: 'agg' | 'disagg';
   parallel: string;
+  /** Speculative decoding the candidate runs: method, draft depth, acceptance rates and whether they are assumed. */
+  speculation?: { method: string; nextn: number; acceptRates: number[]; tokensPerStep: number; assumed: boolean; source: string };
   meetsSla: boolean;
   broke: string[];
+  /** Estimated chance (0-1) that each target holds as measured, from the error bands. */
+  chance?: { ttft: number; tpot: number; requestLatency?: number; all: number };
   clusterTokPerSPerGpu: number;
   gpusUsed: number;
   replicas: number;
@@ -126,8 +131,15 @@ export function candidateJson(c: RankedCandidate, rank?: number): CandidateJson 
     ...(rank !== undefined ? { rank } : {}),
     mode: e.mode,
     parallel: c.parallel,
+    ...(e.speculation && e.speculation.draft > 0 && {
+      speculation: {
+        method: e.speculation.method, nextn: e.speculation.draft, acceptRates: e.speculation.acceptRates,
+        tokensPerStep: r2(tokensPerStep(e.speculation.acceptRates)), assumed: e.speculation.assumed, source: e.speculation.source,
+      },
+    }),
     meetsSla: c.meetsSla ?? true,
     broke: c.broke ?? [],
+    ...(c.chance && { chance: Object.fromEntries(Object.entries(c.chance).map(([k, v]) => [k, r2(v as number)])) as CandidateJson['chance'] }),
     clusterTokPerSPerGpu: r2(c.clusterTokPerSPerGpu),
     gpusUsed: c.gpusUsed,
     replicas,

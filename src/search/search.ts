@@ -5,6 +5,7 @@ import type { SearchEngine } from './port.js';
 import { searchAgg } from './agg.js';
 import { searchDisagg } from './disagg.js';
 import { verdictOf } from './rank.js';
+import { speculationDescription } from '../engine/speculation.js';
 
 /** "calibrated on vllm 0.14.0" (+ " + user calibration <file>" when a correction profile is applied). */
 export function calibrationText(ctx: EngineContext): string {
@@ -29,6 +30,7 @@ export function runSearchWith(engine: SearchEngine, ctx: EngineContext, spec: Se
       sla: spec.sla,
       calibratedOn: calibrationText(ctx),
       topN: spec.topN,
+      ...(ctx.speculation && ctx.speculation.draft > 0 && { speculation: speculationDescription(ctx.speculation) }),
       ...(engine.bandBasis && { bandBasis: { agg: engine.bandBasis(ctx, 'agg'), disagg: engine.bandBasis(ctx, 'disagg') } }),
     },
     agg,

@@ -1,7 +1,7 @@
 // `support`: for each backend and version of a system, can we model this model, do its weights fit on one
 // node, and (given a budget and SLA) does any layout meet the targets. Context loading and the search are
 // passed in so the check is testable with fakes and does not depend on the CLI.
-import { modelRefusal } from '../engine/index.js';
+import { familyRule, modelRefusal } from '../engine/index.js';
 import type { EngineContext } from '../engine/types.js';
 import type { Backend, Sla, SystemSpec } from '../inputs/types.js';
 import { BACKENDS } from '../inputs/types.js';
@@ -161,7 +161,8 @@ export async function checkSupport(deps: SupportDeps, req: SupportRequest): Prom
       }
       architecture ??= ctx.model.architecture;
       family ??= ctx.model.family;
-      const refused = modelRefusal(ctx.model);
+      // A model the engine cannot price, or a family this release or GPU does not serve (src/engine/rules.ts).
+      const refused = modelRefusal(ctx.model) ?? familyRule(ctx);
       if (refused) {
         row.reason = refused;
         continue;

@@ -19,6 +19,16 @@ export interface RankedCandidate {
   meetsSla?: boolean;
   /** Targets it breaks, when it does not meet the SLA. */
   broke?: RemovalReason[];
+  /** Estimated chance that each target holds as measured (from the estimate's error bands). */
+  chance?: SlaChance;
+}
+
+/** Chance (0-1) that a measured run meets each target; `all` is the smallest (every target holds at most that often). */
+export interface SlaChance {
+  ttft: number;
+  tpot: number;
+  requestLatency?: number;
+  all: number;
 }
 
 export type RemovalReason = 'memory' | 'engine' | 'ttft' | 'tpot' | 'request_latency';
@@ -42,13 +52,32 @@ export interface ModeResult {
   counters?: ModeCounters;
   /** Every candidate meeting the SLA, when the spec asked for them (keepFeasible). */
   feasibleAll?: RankedCandidate[];
+  /** The best this mode's evaluated candidates reach with each target relaxed by 10% and 25%. */
+  relaxed?: Relaxation[];
 }
 
 export interface Verdict {
   winner: Mode | 'none';
-  /** e.g. "agg wins: 3785 vs 3068 tokens/s/gpu, 1.23x". */
+  /** e.g. "agg wins: 3785 vs 3068 tokens/s/gpu, 1.23x", or a tie within the prediction uncertainty naming both. */
   text: string;
   ratio?: number;
+  /** The best agg and disagg differ by less than predictions of two layouts err relative to each other. */
+  tie?: boolean;
+  /**
+   * What else to know: the winning mode's two best layouts tying, and what relaxing each target by 10% and 25%
+   * buys ("TPOT 11 ms instead of 10 (+10%): 1.21x tokens/s/gpu (5517 -> 6680)").
+   */
+  notes?: string[];
+}
+
+/** The best throughput with one target relaxed by `factor` (the others as given). */
+export interface Relaxation {
+  target: 'ttft' | 'tpot' | 'request_latency';
+  factor: number;
+  /** The relaxed target, ms. */
+  valueMs: number;
+  /** Best cluster tokens/s/gpu among the candidates evaluated that meet the relaxed SLA (0: none). */
+  best: number;
 }
 
 export interface SearchInputs {
@@ -62,6 +91,8 @@ export interface SearchInputs {
   sla: Sla;
   calibratedOn: string;
   topN: number;
+  /** The speculative decoding searched ("MTP nextn 3 (...assumed)"), with where its acceptance rates come from; absent: none. */
+  speculation?: string;
   /** Which measured runs the error bands of each mode come from (absent with an engine that has no bands). */
   bandBasis?: { agg: BandBasis; disagg: BandBasis };
 }

@@ -2,7 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { estimateDisagg, isRefusal, layoutRule } from '../../src/engine/index.js';
 import { DISAGG_HANDOFF_MS, disaggMemory, disaggPoint, prefillBatchCap, sizeUnrecordedPools, wideEpLayout } from '../../src/engine/disagg.js';
 import { backendProfile, streamTtftMs } from '../../src/engine/backends.js';
-import { AGG_ROW_MTP_ACCEPTANCE, MTP_ACCEPTANCE, acceptedPerStep, decodeTpotMs, rowSpeculation } from '../../src/engine/speculation.js';
+import { acceptedPerStep, decodeTpotMs } from '../../src/engine/speculation.js';
+
+const MTP_ACCEPTANCE = 0.85;
 import { decodeStepMs, hostOverheadMs } from '../../src/engine/steps.js';
 import { estimateRow } from '../../src/engine/rows.js';
 import type { DisaggEstimate, MemoryPicture } from '../../src/engine/types.js';
@@ -105,24 +107,14 @@ describe('recorded layouts and deployments', () => {
 describe('multi-token prediction in the decode pool', () => {
   const trt = testCtx('deepseek-ai/DeepSeek-V3', { system: 'b200_sxm', backend: 'trtllm', version: '1.2.0rc5', workload: { isl: 1024, osl: 1024 } });
   const L = { tp: 8, pp: 1, dp: 1, moeTp: 1, moeEp: 8 };
-  it('measured runs of MTP checkpoints ran their MTP layers (TRT-LLM recipe sweeps, SGLang); TRT-LLM planner runs, vLLM and plain models did not', () => {
-    const planner = { mode: 'disagg', planner: true } as const;
-    const recipe = { mode: 'disagg', planner: false } as const;
-    expect(rowSpeculation(trt.model, 'sglang', planner)).toEqual({ draft: 1, acceptance: MTP_ACCEPTANCE });
-    expect(rowSpeculation(trt.model, 'trtllm', planner)).toBeUndefined();
-    expect(rowSpeculation(trt.model, 'trtllm', recipe)?.draft).toBe(3);
-    expect(rowSpeculation(trt.model, 'sglang', recipe)?.draft).toBe(3);
-    expect(rowSpeculation(trt.model, 'trtllm', { mode: 'agg', planner: false })).toEqual({ draft: 3, acceptance: AGG_ROW_MTP_ACCEPTANCE });
-    expect(rowSpeculation(trt.model, 'trtllm', { mode: 'agg', planner: true })).toBeUndefined();
-    expect(rowSpeculation(trt.model, 'vllm', planner)).toBeUndefined();
-    expect(rowSpeculation(testCtx('meta-llama/Llama-3.1-70B').model, 'trtllm', planner)).toBeUndefined();
-    expect(acceptedPerStep({ draft: 1, acceptance: 0.85 })).toBeCloseTo(0.85, 9);
-    expect(acceptedPerStep({ draft: 3, acceptance: 0.5 })).toBeCloseTo(0.875, 9);
+  it('tokens per step follow the acceptance of each position given the ones before it', () => {
+    expect(acceptedPerStep({ acceptRates: [0.85] })).toBeCloseTo(0.85, 9);
+    expect(acceptedPerStep({ acceptRates: [0.5, 0.5, 0.5] })).toBeCloseTo(0.875, 9);
   });
   it('speculation divides the step over the accepted tokens and prices the verify batch', () => {
     const plain = decodeTpotMs(trt, L, 8, 1500);
     expect(plain).toBeCloseTo(decodeStepMs(trt, L, 8, 1500) + hostOverheadMs(trt, L, 8), 6); // no speculation in the context: one token per step
-    const spec = { ...trt, speculation: { draft: 1, acceptance: MTP_ACCEPTANCE } };
+    const spec = { ...trt, speculation: { method: 'mtp' as const, draft: 1, acceptRates: [MTP_ACCEPTANCE], assumed: false, source: 'given' } };
     const small = decodeTpotMs(spec, L, 8, 1500);
     expect(small).toBeLessThan(plain);
     expect(small).toBeGreaterThan(plain / 2);

@@ -141,7 +141,7 @@ describe('state per sequence by layer kind', () => {
     const dsa: ModelSpec = { ...ds, layerMix: [{ kind: 'dsa', count: 61 }], indexer: { topK: 2048, numHeads: 64, headDim: 128 } };
     const d = sequenceBytes(dsa, 'fp8', 1000);
     expect(d.kv).toBe(61 * (512 + 64) * 1000);
-    expect(d.indexer).toBe(61 * 128 * 1000);
+    expect(d.indexer).toBe(61 * (128 + 4) * 1000); // fp8 keys and one fp32 scale per 128
   });
   it.each(['meta-llama/Llama-3.1-8B', 'deepseek-ai/DeepSeek-V3', 'openai/gpt-oss-120b', 'nvidia/Llama-3_3-Nemotron-Super-49B-v1'])(
     '%s: agrees with the KV bytes per token that pricing uses',
@@ -156,10 +156,10 @@ describe('state per sequence by layer kind', () => {
   );
 });
 
-describe('models with layers the engine cannot price', () => {
-  it('are refused with exit 4 and a reason naming the kind, wherever they meet the engine', () => {
-    const ctx = { ...testCtx('Qwen/Qwen3-8B'), model: hybridSpec() };
-    const why = 'x/qwen3.5-like: 6 gated-delta-net layers are not priced yet (issue: model families)';
+describe('models whose layers the engine cannot price', () => {
+  it('are refused with exit 4 and a reason naming the kind and what it lacks, wherever they meet the engine', () => {
+    const ctx = { ...testCtx('Qwen/Qwen3-8B'), model: { ...hybridSpec(), gdn: undefined } };
+    const why = 'x/qwen3.5-like: 6 gated-delta-net layers without gated-delta-net dimensions (linear_num_key_heads, linear_key_head_dim, ...): cannot be priced';
     expect(modelRefusal(ctx.model)).toBe(why);
     for (const call of [
       () => memoryFor(ctx, L(1), 8192),
@@ -177,14 +177,15 @@ describe('models with layers the engine cannot price', () => {
       expect((err as Error).message).toBe(why);
     }
   });
-  it('today\'s models are priced; new attention shapes and several kinds are all named', () => {
+  it('today\'s models, hybrids with their dimensions and new attention shapes are priced; several missing kinds are all named', () => {
     for (const id of ['Qwen/Qwen3-32B', 'deepseek-ai/DeepSeek-V3', 'openai/gpt-oss-120b', 'nvidia/Llama-3_3-Nemotron-Super-49B-v1']) {
       expect(modelRefusal(findBundled(id)!), id).toBeUndefined();
     }
+    expect(modelRefusal(hybridSpec())).toBeUndefined();
     const gemma: ModelSpec = { ...hybridSpec(), layerMix: undefined, gdn: undefined, attentionShapes: { full: { numHeads: 16, numKvHeads: 2, headDim: 512, kEqV: true } } };
-    expect(modelRefusal(gemma)).toBe('x/qwen3.5-like: 8 full-attention layers of their own shape (head dim 512, 2 KV heads, K shared with V) are not priced yet (issue: model families)');
-    const mixed: ModelSpec = { ...hybridSpec(), layerMix: [{ kind: 'mamba2', count: 4 }, { kind: 'none', count: 3 }, { kind: 'full', count: 1 }], ungatedMlp: true };
-    expect(modelRefusal(mixed)).toMatch(/^x\/qwen3\.5-like: 4 Mamba-2 layers and ungated \(relu2\) MLPs are not priced yet/);
+    expect(modelRefusal(gemma)).toBeUndefined();
+    const mixed: ModelSpec = { ...hybridSpec(), layerMix: [{ kind: 'mamba2', count: 4 }, { kind: 'dsa', count: 3 }, { kind: 'full', count: 1 }], ungatedMlp: true };
+    expect(modelRefusal(mixed)).toMatch(/^x\/qwen3\.5-like: 4 Mamba-2 layers without .*; 3 DeepSeek-sparse-attention \(DSA\) layers without .*: cannot be priced$/);
   });
 });
 

@@ -212,11 +212,11 @@ describe('speculative decoding (MTP) in aggregated serving', () => {
     expect(speculationOf(ctx)).toEqual({ draft: 0, perStep: 1 });
   });
   it('a draft position counts only when the ones before it were accepted', () => {
-    expect(speculationOf({ ...ctx, speculation: { draft: 3, acceptance: 0.5 } }).perStep).toBeCloseTo(1.875, 9);
+    expect(speculationOf({ ...ctx, speculation: { method: 'mtp', draft: 3, acceptRates: [0.5, 0.5, 0.5], assumed: false, source: 'given' } }).perStep).toBeCloseTo(1.875, 9);
   });
   it('emits more than one token per step: TPOT below the (heavier) step time, and below plain decoding', () => {
     const plain = aggPoint(ctx, cfg, 16, mem);
-    const sctx = { ...ctx, speculation: { draft: 3, acceptance: 0.7 } };
+    const sctx = { ...ctx, speculation: { method: 'mtp' as const, draft: 3, acceptRates: [0.7, 0.7, 0.7], assumed: false, source: 'given' } };
     const p = aggPoint(sctx, cfg, 16, mem);
     expect(p.decodeStepMs).toBeGreaterThan(plain.decodeStepMs);
     expect(p.tpotMs).toBeLessThan(p.decodeStepMs);

@@ -1,5 +1,6 @@
-// A hybrid checkpoint (gated-delta-net layers) parses, but every command that prices it refuses with exit 4 and
-// names the layer kind; `configure models` shows its layer mix. Runs in-process on a local config.json.
+// A hybrid checkpoint (gated-delta-net layers) from a local config.json: `configure models` shows its layer mix,
+// estimate prices its linear-attention layers with their own op, default plans it, and an engine release that
+// cannot serve the family refuses it naming the rule. Runs in-process.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -57,10 +58,9 @@ async function configure(...args: string[]) {
   return { code, stdout, stderr };
 }
 
-const REASON = '9 gated-delta-net layers are not priced yet (issue: model families)';
-const COMMON = ['--hf-id', dir, '--system', 'h200_sxm', '--backend', 'vllm', '--isl', '2000', '--osl', '200'];
+const COMMON = ['--hf-id', dir, '--system', 'h200_sxm', '--isl', '2000', '--osl', '200'];
 
-describe('a model with layers the engine cannot price', () => {
+describe('a hybrid linear-attention model', () => {
   it('models shows its layer mix', async () => {
     const r = await configure('models', '--hf-id', dir, '--json');
     expect(r.code).toBe(0);
@@ -68,14 +68,22 @@ describe('a model with layers the engine cannot price', () => {
     expect(doc.models[0]!.layerMixSummary).toBe('9 GDN + 3 full');
     expect(doc.models[0]!.gdn).toMatchObject({ numValueHeads: 32, keyHeadDim: 128 });
   });
-  it.each([
-    ['estimate', ['--tp', '2', '--batch-size', '8']],
-    ['default', ['--total-gpus', '8', '--ttft', '2000', '--tpot', '50']],
-    ['support', []],
-  ])('%s refuses it with exit 4, naming the layer kind', async (command, extra) => {
-    const r = await configure(command, ...COMMON, ...extra);
-    expect(r.code, r.stderr).toBe(4);
-    expect(r.stderr).toContain(REASON);
-    if (command === 'support') expect(r.stdout).toMatch(/Qwen3_5MoeForConditionalGeneration, family qwen3_5_moe/);
+  it('estimate prices its gated-delta-net layers with the linear-attention op, in prefill and in decode', async () => {
+    const r = await configure('estimate', ...COMMON, '--backend', 'sglang', '--tp', '2', '--batch-size', '8', '--breakdown', '--json');
+    expect(r.code, r.stderr).toBe(0);
+    const doc = JSON.parse(r.stdout) as { estimate: { breakdown: { prefill: Record<string, number>; decode: Record<string, number> } } };
+    const b = doc.estimate.breakdown;
+    expect(b.prefill.linear_attn_prefill).toBeGreaterThan(0);
+    expect(b.decode.linear_attn_decode).toBeGreaterThan(0);
+    expect(b.decode.attention_decode).toBeGreaterThan(0); // the 3 full-attention layers
+  });
+  it('default plans it', async () => {
+    const r = await configure('default', ...COMMON, '--backend', 'sglang', '--total-gpus', '2', '--ttft', '2000', '--tpot', '50');
+    expect(r.code, r.stderr).toBe(0);
+  });
+  it('a vLLM release before the family was served refuses it, naming the rule', async () => {
+    const r = await configure('estimate', ...COMMON, '--backend', 'vllm', '--backend-version', '0.14.0', '--tp', '2', '--batch-size', '8');
+    expect(r.code).not.toBe(0);
+    expect(r.stderr + r.stdout).toContain('vLLM 0.15 rejects the Qwen3.5 architectures');
   });
 });

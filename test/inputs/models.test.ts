@@ -120,50 +120,12 @@ describe('bundled registry', () => {
 });
 
 /**
- * Reference checkpoints the project does not plan yet, each naming the issue that removes it. Most parse (their
- * layer mix is in the spec) and the engine refuses the layer kinds it cannot price; the test prints each one's
- * reason, fails on a listed checkpoint that is supported after all (so the list only shrinks), and fails on any
- * other checkpoint that does not resolve to a bundled entry agreeing with its config.json.
+ * Reference checkpoints the project does not plan yet, each with its reason (none today: every text model and the
+ * vision-language ones, as their language model, are bundled and priced). The test prints each one's reason, fails
+ * on a listed checkpoint that is supported after all (so the list only shrinks), and fails on any other checkpoint
+ * that does not resolve to a bundled entry agreeing with its config.json.
  */
-const GDN = 'issue 34 (model families): gated-delta-net linear attention on three of every four layers (Qwen3.5 / 3.6), no GDN op';
-const MAMBA = 'issue 34 (model families): hybrid Mamba-2 layers (Nemotron-H / Nemotron-3), no Mamba-2 op';
-const DSA = 'issue 34 (model families): DeepSeek sparse attention (DSA indexer + top-k over MLA), no DSA op';
-const DSV4 = 'issue 34 (model families): DeepSeek-V4 compressed sparse attention (CSA / HCA) and hyper-connections, no ops for them';
-const MSA = 'issue 34 (model families): MiniMax-M3 sparse attention, no MiniMax sparse-attention op';
-const GEMMA4 = 'issue 34 (model families): Gemma-4 global layers have their own head dim (512 vs 256), KV heads and K = V; no op prices that shape';
-const NOT_YET_SUPPORTED: Record<string, string> = {
-  ...Object.fromEntries(['MiniMaxAI/MiniMax-M3', 'nvidia/MiniMax-M3-NVFP4'].map((id) => [id, MSA])),
-  ...Object.fromEntries(
-    [
-      'Qwen/Qwen3.5-122B-A10B', 'Qwen/Qwen3.5-27B', 'Qwen/Qwen3.5-35B-A3B', 'Qwen/Qwen3.5-397B-A17B',
-      'nvidia/Qwen3.5-122B-A10B-NVFP4', 'nvidia/Qwen3.5-397B-A17B-NVFP4', 'nvidia/Qwen3.6-27B-NVFP4', 'nvidia/Qwen3.6-35B-A3B-NVFP4',
-    ].map((id) => [id, GDN]),
-  ),
-  ...Object.fromEntries(
-    [
-      'nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16', 'nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-NVFP4',
-      'nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8', 'nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4',
-      'nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16', 'nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-FP8',
-      'nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-NVFP4', 'nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4',
-      'nvidia/Nemotron-H-56B-Base-8K',
-    ].map((id) => [id, MAMBA]),
-  ),
-  ...Object.fromEntries(
-    [
-      'deepseek-ai/DeepSeek-V3.2', 'nvidia/DeepSeek-V3.2-NVFP4', 'nvidia/GLM-5-NVFP4', 'nvidia/GLM-5.1-NVFP4', 'nvidia/GLM-5.2-NVFP4',
-      'zai-org/GLM-5-FP8', 'zai-org/GLM-5.1-FP8', 'zai-org/GLM-5.1', 'zai-org/GLM-5.2-FP8', 'zai-org/GLM-5.2', 'zai-org/GLM-5',
-    ].map((id) => [id, DSA]),
-  ),
-  ...Object.fromEntries(
-    [
-      'deepseek-ai/DeepSeek-V4-Flash', 'deepseek-ai/DeepSeek-V4-Pro', 'nvidia/DeepSeek-V4-Flash-NVFP4', 'nvidia/DeepSeek-V4-Pro-NVFP4',
-      'sgl-project/DeepSeek-V4-Flash-FP8', 'sgl-project/DeepSeek-V4-Pro-FP8',
-    ].map((id) => [id, DSV4]),
-  ),
-  ...Object.fromEntries(['google/gemma-4-26B-A4B', 'nvidia/Gemma-4-26B-A4B-NVFP4', 'nvidia/Gemma-4-31B-IT-NVFP4'].map((id) => [id, GEMMA4])),
-  'moonshotai/Kimi-K3': 'issue 34 (model families): Kimi Linear, 69 of 93 layers are Kimi delta attention (KDA), no KDA op',
-  'XiaomiMiMo/MiMo-V2-Flash': 'issue 34 (model families): value head dim 128 differs from the query/key head dim 192 outside MLA; no op prices that shape',
-};
+const NOT_YET_SUPPORTED: Record<string, string> = {};
 
 describe.skipIf(!existsSync(CONFIGS))('bundled entries agree with the reference checkpoints', () => {
   const files = existsSync(CONFIGS) ? readdirSync(CONFIGS).filter((f) => f.endsWith('_config.json') && !f.endsWith('_hf_quant_config.json')) : [];
@@ -183,7 +145,7 @@ describe.skipIf(!existsSync(CONFIGS))('bundled entries agree with the reference 
       if (e instanceof UnsupportedError) return e.message;
       throw e;
     }
-    // Parsed, but the engine refuses a layer kind it cannot price yet.
+    // Parsed, but the engine cannot price a layer kind of it.
     const refused = modelRefusal(parsed);
     if (refused) return refused;
     let bundled: ModelSpec;
@@ -220,9 +182,7 @@ describe.skipIf(!existsSync(CONFIGS))('bundled entries agree with the reference 
     const csv = readFileSync(join(REF, 'aic-silicon/e2e/dev.csv'), 'utf8').trim().split('\n');
     const col = csv[0]!.split(',').indexOf('model_path');
     const names = [...new Set(csv.slice(1).map((l) => l.split(',')[col]!))];
-    // Not yet supported (issue 34, model families): Qwen3.5 (hybrid linear attention), GLM-5 (sparse attention).
-    const outside = /Qwen3\.5|GLM-5/;
-    for (const n of names.filter((x) => !outside.test(x))) {
+    for (const n of names) {
       expect((await resolveModel(n, OFFLINE)).source, n).toBe('bundled');
     }
   });
@@ -377,7 +337,9 @@ describe('hybrid and sparse architectures: the layer mix and its dimensions', ()
     expect(m).toMatchObject({ family: 'qwen3_5_moe', languageModelOnly: true, mtpLayers: 1, intermediateSize: 0 });
     expect(parseHfConfig({ ...qwen35(), text_config: { ...qwen35().text_config, attn_output_gate: true } }, undefined, 'x/q35', 'test').attentionOutputGate).toBe(true);
     expect(layerMixSummary(m)).toBe('6 GDN + 2 full');
-    expect(modelRefusal(m)).toBe('x/q35: 6 gated-delta-net layers are not priced yet (issue: model families)');
+    expect(modelRefusal(m)).toBeUndefined();
+    // A hand-written config that names the kind without its dimensions cannot be priced (exit 4).
+    expect(modelRefusal({ ...m, gdn: undefined })).toBe('x/q35: 6 gated-delta-net layers without gated-delta-net dimensions (linear_num_key_heads, linear_key_head_dim, ...): cannot be priced');
   });
   it('Nemotron-H: Mamba-2, attention and FFN blocks from hybrid_override_pattern', () => {
     const m = parseHfConfig({
@@ -407,7 +369,7 @@ describe('hybrid and sparse architectures: the layer mix and its dimensions', ()
     expect(gemma.slidingWindow).toEqual({ window: 1024, layers: [true, true, true, true, true, false] });
     expect(gemma.attentionShapes).toEqual({ full: { numHeads: 32, numKvHeads: 2, headDim: 512, kEqV: true } });
     expect(gemma.layerMix).toBeUndefined();
-    expect(modelRefusal(gemma)).toBe('x/g4: 1 full-attention layer of its own shape (head dim 512, 2 KV heads, K shared with V) is not priced yet (issue: model families)');
+    expect(modelRefusal(gemma)).toBeUndefined();
     const mimo = parseHfConfig({
       ...llamaConfig(), architectures: ['MiMoV2FlashForCausalLM'], num_hidden_layers: 4, num_attention_heads: 64, num_key_value_heads: 4, head_dim: 192,
       v_head_dim: 128, sliding_window: 128, swa_num_key_value_heads: 8, swa_v_head_dim: 128, hybrid_layer_pattern: [0, 1, 1, 1],
@@ -424,7 +386,8 @@ describe('hybrid and sparse architectures: the layer mix and its dimensions', ()
       qk_rope_head_dim: 64, v_head_dim: 128, index_topk: 2048, index_n_heads: 64, index_head_dim: 128,
     }, undefined, 'x/v32', 'test');
     expect(dsa).toMatchObject({ layerMix: [{ kind: 'dsa', count: 4 }], indexer: { topK: 2048, numHeads: 64, headDim: 128 }, headDim: 192 });
-    expect(modelRefusal(dsa)).toBe('x/v32: 4 DeepSeek-sparse-attention (DSA) layers are not priced yet (issue: model families)');
+    expect(modelRefusal(dsa)).toBeUndefined();
+    expect(modelRefusal({ ...dsa, indexer: undefined })).toMatch(/^x\/v32: 4 DeepSeek-sparse-attention \(DSA\) layers without MLA ranks and an indexer .*: cannot be priced$/);
   });
 
   // What the reference checkpoints parse to: the layer mix, a dimension of each new kind, and the total size.
@@ -452,6 +415,6 @@ describe('hybrid and sparse architectures: the layer mix and its dimensions', ()
     expect(layerMixSummary(m)).toBe(e.mix);
     if (e.paramsB) expect(Math.abs(countParams(m) / 1e9 / e.paramsB - 1)).toBeLessThan(0.03);
     e.check?.(m);
-    expect(modelRefusal(m)).toMatch(/not priced yet \(issue: model families\)$/);
+    expect(modelRefusal(m)).toBeUndefined();
   });
 });

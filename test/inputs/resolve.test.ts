@@ -141,14 +141,18 @@ describe('organisations that moved on the Hub', () => {
     expect(renamedId('thudm/glm-4-9b')).toBe('zai-org/glm-4-9b');
     for (const id of ['zai-org/GLM-5', 'Qwen/Qwen3-8B', 'zhipuai', './zhipuai/GLM-5', 'a/b/c']) expect(renamedId(id)).toBe(id);
   });
-  it('the old id resolves to the current one in the cache, and its refusal names the current id', async () => {
+  it('the old id resolves to the current one in the cache, and is planned under the current id', async () => {
     const cache = join(root, 'cache-moved');
-    writeCache(cache, 'zai-org/GLM-5', 'r', glm5);
-    const m = await resolveModel('zhipuai/GLM-5', { env: offline({ HF_HUB_CACHE: cache }) });
-    expect(m).toMatchObject({ id: 'zai-org/GLM-5', family: 'glm_moe_dsa', layerMix: [{ kind: 'dsa', count: 4 }] });
-    expect(modelRefusal(m)).toMatch(/^zai-org\/GLM-5: 4 DeepSeek-sparse-attention \(DSA\) layers are not priced yet/);
-    const direct = await resolveModel('zai-org/GLM-5', { env: offline({ HF_HUB_CACHE: cache }) });
-    expect(modelRefusal(direct)).toBe(modelRefusal(m));
+    writeCache(cache, 'zai-org/GLM-5-Mini', 'r', glm5);
+    const m = await resolveModel('zhipuai/GLM-5-Mini', { env: offline({ HF_HUB_CACHE: cache }) });
+    expect(m).toMatchObject({ id: 'zai-org/GLM-5-Mini', family: 'glm_moe_dsa', layerMix: [{ kind: 'dsa', count: 4 }] });
+    expect(modelRefusal(m)).toBeUndefined();
+    const direct = await resolveModel('zai-org/GLM-5-Mini', { env: offline({ HF_HUB_CACHE: cache }) });
+    expect(direct).toEqual(m);
+  });
+  it('the spelling of the measurements resolves to the bundled entry', async () => {
+    const m = await resolveModel('zhipuai/GLM-5', { env: offline({ HF_HUB_CACHE: join(root, 'none') }) });
+    expect(m).toMatchObject({ id: 'zai-org/GLM-5', source: 'bundled' });
   });
   it('a checkpoint cached under the old name is found and reported under the new one', async () => {
     const cache = join(root, 'cache-old-name');
@@ -157,7 +161,7 @@ describe('organisations that moved on the Hub', () => {
     expect(m).toMatchObject({ id: 'zai-org/tiny-glm', numLayers: 3, source: 'hf-cache' });
   });
   it('offline and not cached: the error names the id asked for', async () => {
-    await expect(resolveModel('zhipuai/GLM-5', { env: offline({ HF_HUB_CACHE: join(root, 'none') }) })).rejects.toThrow(/"zai-org\/GLM-5" is not bundled/);
+    await expect(resolveModel('zhipuai/GLM-5-Mini', { env: offline({ HF_HUB_CACHE: join(root, 'none') }) })).rejects.toThrow(/"zai-org\/GLM-5-Mini" is not bundled/);
   });
 });
 
@@ -177,7 +181,7 @@ describe('the Hub over HTTP (local server)', () => {
       return void res.writeHead(401).end('gated');
     }
     if (url === '/acme/broken/resolve/main/config.json') return void res.writeHead(200).end('not json');
-    if (url === '/zai-org/GLM-5/resolve/main/config.json') return void res.writeHead(200).end(JSON.stringify(GLM5));
+    if (url === '/zai-org/GLM-5-Mini/resolve/main/config.json') return void res.writeHead(200).end(JSON.stringify(GLM5));
     res.writeHead(404).end('not found');
   };
   beforeAll(async () => {
@@ -215,9 +219,9 @@ describe('the Hub over HTTP (local server)', () => {
     await expect(resolveModel('acme/missing', { env: env() })).rejects.toThrow(/not found: .*the Hub answered 404/);
   });
   it('asks the Hub for the current id of a moved organisation', async () => {
-    const m = await resolveModel('zhipuai/GLM-5', { env: env() });
-    expect(m).toMatchObject({ id: 'zai-org/GLM-5', family: 'glm_moe_dsa', source: 'hub' });
-    expect(seen.some((s) => s.url === '/zai-org/GLM-5/resolve/main/config.json')).toBe(true);
+    const m = await resolveModel('zhipuai/GLM-5-Mini', { env: env() });
+    expect(m).toMatchObject({ id: 'zai-org/GLM-5-Mini', family: 'glm_moe_dsa', source: 'hub' });
+    expect(seen.some((s) => s.url === '/zai-org/GLM-5-Mini/resolve/main/config.json')).toBe(true);
     expect(seen.some((s) => s.url.startsWith('/zhipuai/'))).toBe(false);
   });
   it('a Hub answer that is not JSON is bad input', async () => {

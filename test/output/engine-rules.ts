@@ -20,19 +20,21 @@ const VLLM_FLAGS = new Set([
   '--model', '--served-model-name', '--tensor-parallel-size', '--pipeline-parallel-size', '--data-parallel-size',
   '--enable-expert-parallel', '--max-num-seqs', '--max-num-batched-tokens', '--max-model-len', '--kv-cache-dtype',
   '--quantization', '--enable-prefix-caching', '--is-prefill-worker', '--is-decode-worker', '--connector',
-  '--disaggregation-mode', '--kv-transfer-config', '--kv-events-config',
+  '--disaggregation-mode', '--kv-transfer-config', '--kv-events-config', '--speculative-config',
 ]);
 const SGLANG_FLAGS = new Set([
   '--model-path', '--served-model-name', '--tp-size', '--pp-size', '--dp-size', '--enable-dp-attention', '--ep-size',
   '--max-running-requests', '--chunked-prefill-size', '--max-prefill-tokens', '--context-length', '--kv-cache-dtype',
   '--quantization', '--port', '--disaggregation-mode', '--disaggregation-transfer-backend', '--disaggregation-bootstrap-port',
-  '--host', '--kv-events-config',
+  '--host', '--kv-events-config', '--speculative-algorithm', '--speculative-draft-model-path', '--speculative-num-steps',
+  '--speculative-eagle-topk', '--speculative-num-draft-tokens',
 ]);
 const TRTLLM_FLAGS = new Set(['--model-path', '--served-model-name', '--extra-engine-args', '--disaggregation-mode', '--publish-events-and-metrics']);
 const TRTLLM_KEYS = new Set([
   'backend', 'tensor_parallel_size', 'pipeline_parallel_size', 'moe_expert_parallel_size', 'moe_tensor_parallel_size',
   'enable_attention_dp', 'max_batch_size', 'max_num_tokens', 'max_seq_len', 'enable_chunked_prefill', 'disable_overlap_scheduler',
   'kv_cache_config', 'cuda_graph_config', 'cache_transceiver_config', 'print_iter_log', 'attention_dp_config', 'moe_config',
+  'speculative_config',
 ]);
 
 /** Flags (with their value, or true) from an argument list. */
@@ -214,6 +216,44 @@ export interface DeployedWorker {
   batch: number;
   /** Tokens one attention-DP rank takes into a step. */
   tokens: number;
+  /** Speculative decoding the worker runs: "off", "mtp<n>" or "eagle3-<n>" (n draft tokens per step). */
+  speculative: string;
+}
+
+/**
+ * The speculative decoding a worker runs, by each engine's documented options:
+ * - vLLM: --speculative-config JSON, method (mtp or eagle3 with a draft "model") and num_speculative_tokens.
+ * - SGLang: --speculative-algorithm EAGLE over the checkpoint's NextN layers (MTP) or EAGLE3 with a
+ *   --speculative-draft-model-path; a chain (--speculative-eagle-topk 1) of --speculative-num-steps drafts
+ *   verifies --speculative-num-draft-tokens = steps + 1 tokens.
+ * - TRT-LLM: speculative_config with decoding_type MTP (num_nextn_predict_layers) or Eagle3 (max_draft_len).
+ */
+function speculativeOf(backend: 'vllm' | 'sglang' | 'trtllm', f: Map<string, string | true>, cfg: Record<string, any> | undefined, where: string): string {
+  if (backend === 'vllm') {
+    const raw = f.get('--speculative-config');
+    if (raw === undefined) return 'off';
+    const sc = JSON.parse(String(raw)) as { method?: string; model?: string; num_speculative_tokens?: number };
+    const n = count(sc.num_speculative_tokens, `${where} num_speculative_tokens`);
+    if (sc.method === 'eagle3' && typeof sc.model === 'string') return `eagle3-${n}`;
+    if (sc.method === 'mtp' && sc.model === undefined) return `mtp${n}`;
+    throw new Error(`${where}: --speculative-config ${String(raw)} is neither MTP nor EAGLE-3 with a draft`);
+  }
+  if (backend === 'sglang') {
+    const algo = f.get('--speculative-algorithm');
+    if (algo === undefined) return 'off';
+    const steps = count(f.get('--speculative-num-steps'), `${where} --speculative-num-steps`);
+    if (f.get('--speculative-eagle-topk') !== '1') throw new Error(`${where}: --speculative-eagle-topk must be 1 for a chain`);
+    if (count(f.get('--speculative-num-draft-tokens'), `${where} --speculative-num-draft-tokens`) !== steps + 1) throw new Error(`${where}: draft tokens != steps + 1`);
+    const draft = f.get('--speculative-draft-model-path');
+    if (algo === 'EAGLE' && draft === undefined) return `mtp${steps}`;
+    if (algo === 'EAGLE3' && typeof draft === 'string') return `eagle3-${steps}`;
+    throw new Error(`${where}: --speculative-algorithm ${String(algo)} with draft ${String(draft)}`);
+  }
+  const sc = cfg?.speculative_config as Record<string, unknown> | undefined;
+  if (sc === undefined) return 'off';
+  if (sc.decoding_type === 'MTP') return `mtp${count(sc.num_nextn_predict_layers, `${where} num_nextn_predict_layers`)}`;
+  if (sc.decoding_type === 'Eagle3' && typeof sc.speculative_model_dir === 'string') return `eagle3-${count(sc.max_draft_len, `${where} max_draft_len`)}`;
+  throw new Error(`${where}: speculative_config ${JSON.stringify(sc)}`);
 }
 
 function count(v: unknown, what: string, fallback?: number): number {
@@ -243,7 +283,7 @@ function readWorker(args: string[], backend: 'vllm' | 'sglang' | 'trtllm', confi
     const ep = f.get('--enable-expert-parallel') === true;
     return {
       tp, pp: flag('--pipeline-parallel-size', 1), dp, moeTp: ep ? 1 : tp * dp, moeEp: ep ? tp * dp : 1,
-      batch: flag('--max-num-seqs'), tokens: flag('--max-num-batched-tokens'),
+      batch: flag('--max-num-seqs'), tokens: flag('--max-num-batched-tokens'), speculative: speculativeOf(backend, f, undefined, where),
     };
   }
   if (backend === 'sglang') {
@@ -255,7 +295,10 @@ function readWorker(args: string[], backend: 'vllm' | 'sglang' | 'trtllm', confi
     if (size % dp !== 0 || size % ep !== 0) throw new Error(`${where}: --tp-size ${size} is not a multiple of --dp-size ${dp} and --ep-size ${ep}`);
     const chunk = flag('--chunked-prefill-size');
     if (chunk % dp !== 0) throw new Error(`${where}: --chunked-prefill-size ${chunk} does not split over ${dp} ranks`);
-    return { tp: size / dp, pp: flag('--pp-size', 1), dp, moeTp: size / ep, moeEp: ep, batch: flag('--max-running-requests'), tokens: chunk / dp };
+    return {
+      tp: size / dp, pp: flag('--pp-size', 1), dp, moeTp: size / ep, moeEp: ep, batch: flag('--max-running-requests'), tokens: chunk / dp,
+      speculative: speculativeOf(backend, f, undefined, where),
+    };
   }
   const file = String(f.get('--extra-engine-args')).split('/').pop()!;
   const raw = configOf(file);
@@ -271,6 +314,7 @@ function readWorker(args: string[], backend: 'vllm' | 'sglang' | 'trtllm', confi
   return {
     tp: adp ? 1 : size, pp: count(cfg.pipeline_parallel_size, `${file} pipeline_parallel_size`, 1), dp: adp ? size : 1,
     moeTp, moeEp, batch: count(cfg.max_batch_size, `${file} max_batch_size`), tokens: count(cfg.max_num_tokens, `${file} max_num_tokens`),
+    speculative: speculativeOf(backend, f, cfg, file),
   };
 }
 

@@ -201,7 +201,7 @@ describe('writeResultsDir', () => {
     const dir = await writeResultsDir(join(ROOT, 'only'), result, ctx, { reportText: '', json: {}, dynamoVersion: '1.x' });
     expect(existsSync(join(dir, 'agg'))).toBe(false);
     const top = join(dir, 'disagg/top1');
-    expect(readdirSync(top).sort()).toEqual(['bench.sh', 'decode_config.yaml', 'generator_config.yaml', 'k8s_deploy.yaml', 'prefill_config.yaml', 'run_0.sh']);
+    expect(readdirSync(top).sort()).toEqual(['bench.sh', 'decode_config.yaml', 'generator_config.yaml', 'k8s_bench.yaml', 'k8s_deploy.yaml', 'prefill_config.yaml', 'run_0.sh']);
     const plan = parseGeneratorConfig(readFileSync(join(top, 'generator_config.yaml'), 'utf8'), 'generator_config.yaml');
     expect(plan.mode).toBe('disagg');
     expect(plan.disagg?.decode.workers).toBe(2);

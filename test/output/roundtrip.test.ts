@@ -6,12 +6,14 @@
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { loadEngineContext } from '../../src/cli/context.js';
-import type { AggEstimate, DisaggEstimate, EngineContext, PoolConfig } from '../../src/engine/types.js';
+import type { AggEstimate, DisaggEstimate, EngineContext, PoolConfig, Speculation } from '../../src/engine/types.js';
 import { estimateAgg, isRefusal } from '../../src/engine/index.js';
 import type { Backend } from '../../src/inputs/types.js';
 import { buildDeployManifest, buildEngineConfigs } from '../../src/output/k8s.js';
 import { buildRunScripts } from '../../src/output/scripts.js';
 import { realEngine } from '../../src/search/engine-port.js';
+import { searchDepths } from '../../src/search/nextn.js';
+import { depthContexts } from '../../src/engine/speculation.js';
 import { runSearch } from '../../src/search/index.js';
 import { checkSupport } from '../../src/search/support.js';
 import type { Mode, RankedCandidate, SearchResult } from '../../src/search/types.js';
@@ -53,13 +55,15 @@ const TABLES = SCENARIOS.every((s) => BACKENDS.every((b) => existsSync(dataPath(
 if (!TABLES) console.log('roundtrip: some data/perf tables are absent; round trips skipped');
 
 /** What the prediction says one worker of a role runs, in the terms the parser reads back. */
-function predicted(backend: Backend, c: PoolConfig | (AggEstimate['config'] & { workers?: number })): Omit<DeployedWorker, 'service' | 'role' | 'replicas'> {
+function predicted(backend: Backend, c: PoolConfig | (AggEstimate['config'] & { workers?: number }), spec?: Speculation): Omit<DeployedWorker, 'service' | 'role' | 'replicas'> {
   // vLLM and TRT-LLM admit sequences per attention-DP rank, SGLang per worker.
   const batch = backend === 'sglang' ? c.batchSize : Math.ceil(c.batchSize / c.dp);
-  // vLLM and TRT-LLM refuse a step budget below the sequences they admit: it is raised to them, which a step
-  // never fills (each running sequence adds one token to a decode step).
-  const tokens = backend === 'sglang' ? c.maxNumTokens : Math.max(c.maxNumTokens, batch);
-  return { gpus: c.tp * c.pp * c.dp, tp: c.tp, pp: c.pp, dp: c.dp, moeTp: c.moeTp, moeEp: c.moeEp, batch, tokens };
+  // vLLM and TRT-LLM refuse a step budget below the tokens a decode step of the sequences they admit verifies
+  // (one each, 1 + draft with speculative decoding): it is raised to them, which a step never fills.
+  const draft = spec?.draft ?? 0;
+  const tokens = backend === 'sglang' ? c.maxNumTokens : Math.max(c.maxNumTokens, batch * (1 + draft));
+  const speculative = draft > 0 ? (spec!.method === 'eagle3' ? `eagle3-${draft}` : `mtp${draft}`) : 'off';
+  return { gpus: c.tp * c.pp * c.dp, tp: c.tp, pp: c.pp, dp: c.dp, moeTp: c.moeTp, moeEp: c.moeEp, batch, tokens, speculative };
 }
 
 /** Differences between what a candidate's manifest and run scripts deploy and what was predicted (empty when none). */
@@ -73,8 +77,9 @@ function roundTrip(result: SearchResult, ctx: EngineContext, c: RankedCandidate,
     : { prefill: (c.estimate as DisaggEstimate).config.prefill, decode: (c.estimate as DisaggEstimate).config.decode };
   // Bare metal: every engine command of every node script.
   const commands = scriptWorkers(buildRunScripts(plan), buildEngineConfigs(plan), backend);
+  const spec = c.estimate.speculation;
   for (const [role, cfg] of Object.entries(roles)) {
-    const { gpus: _g, ...want } = predicted(backend, cfg);
+    const { gpus: _g, ...want } = predicted(backend, cfg, spec);
     const mine = commands.filter((w) => w.role === role);
     if (mine.length === 0) errors.push(`${c.parallel}: no ${role} command in the run scripts`);
     for (const w of mine) {
@@ -92,12 +97,12 @@ function roundTrip(result: SearchResult, ctx: EngineContext, c: RankedCandidate,
   };
   if (c.estimate.mode === 'agg') {
     const e = c.estimate as AggEstimate;
-    compare('agg', predicted(backend, e.config));
+    compare('agg', predicted(backend, e.config, spec));
     if (workers.length !== 1) errors.push(`${c.parallel}: ${workers.length} worker groups in an aggregated deployment`);
   } else {
     const e = c.estimate as DisaggEstimate;
-    compare('prefill', predicted(backend, e.config.prefill));
-    compare('decode', predicted(backend, e.config.decode));
+    compare('prefill', predicted(backend, e.config.prefill, spec));
+    compare('decode', predicted(backend, e.config.decode, spec));
     const p = workers.find((w) => w.role === 'prefill');
     const d = workers.find((w) => w.role === 'decode');
     // The xPyD ratio survives the replication of units.
@@ -209,4 +214,38 @@ describe.skipIf(!TABLES)('vLLM splits experts all or nothing', () => {
     for (const part of row.sla!.parallel!.replace(/^p:/, '').split(' d:')) expect(mixedExperts(layoutOf(part)), part).toBe(false);
     if (row.fit?.parallel) expect(mixedExperts(layoutOf(row.fit.parallel))).toBe(false);
   }, 30_000);
+});
+
+describe.skipIf(!TABLES)('manifests deploy the predicted speculative decoding', () => {
+  // Each engine's speculative flags read back: MTP at a fixed depth, every depth of --nextn auto ranked
+  // together, and an EAGLE-3 draft.
+  const cases: Array<{ s: Scenario; nextn: number | 'auto'; method?: 'mtp' | 'eagle3' }> = [
+    { s: { model: 'deepseek-ai/DeepSeek-R1', system: 'b200_sxm', gpus: 8 }, nextn: 3 },
+    { s: { model: 'deepseek-ai/DeepSeek-R1', system: 'b200_sxm', gpus: 8 }, nextn: 'auto' },
+    { s: { model: 'meta-llama/Llama-3.3-70B-Instruct', system: 'h200_sxm', gpus: 4 }, nextn: 2, method: 'eagle3' },
+  ];
+  for (const { s, nextn, method } of cases) {
+    for (const backend of BACKENDS) {
+      it(`${s.model} with --nextn ${nextn}${method ? ` --speculative ${method}` : ''} on ${backend}`, async () => {
+        const isl = s.isl ?? 2000;
+        const osl = s.osl ?? 256;
+        const sla = { ttftMs: 5000, tpotMs: 100 };
+        const req = { nextn, method };
+        const ctx = await loadEngineContext({ hfId: s.model, system: s.system, backend, isl, osl, prefix: 0, ttft: sla.ttftMs, tpot: sla.tpotMs, speculation: req });
+        const spec = { totalGpus: s.gpus, sla, topN: 5, modes: ['agg', 'disagg'] as Mode[], keepFeasible: true };
+        const result = nextn === 'auto' ? searchDepths(depthContexts(ctx, req), (c) => runSearch(c, spec), 5) : runSearch(ctx, spec);
+        const errors: string[] = [];
+        const seen = new Set<string>();
+        for (const mode of ['agg', 'disagg'] as const) {
+          for (const c of candidatesOf(result, mode)) {
+            errors.push(...roundTrip(result, ctx, c));
+            seen.add(c.estimate.speculation ? `${c.estimate.speculation.method}${c.estimate.speculation.draft}` : 'off');
+          }
+        }
+        expect(errors).toEqual([]);
+        if (nextn === 'auto') expect(seen.size, [...seen].join()).toBeGreaterThan(1);
+        else expect([...seen]).toEqual([`${method ?? 'mtp'}${nextn}`]);
+      }, 60_000);
+    }
+  }
 });

@@ -43,7 +43,7 @@ describe.skipIf(!TABLES)('configure default', () => {
     expect(r.code).toBe(0);
     const doc = JSON.parse(r.stdout);
     expect(doc.inputs).toMatchObject({ model: 'Qwen/Qwen3-32B', totalGpus: 2, backend: 'vllm', workload: { isl: 4000, osl: 1000, prefix: 0 } });
-    expect(doc.verdict.text).toMatch(/^(agg|disagg) wins: /);
+    expect(doc.verdict.text).toMatch(/^((agg|disagg) wins: |agg and disagg tie)/);
     expect(doc.agg.top.length).toBeGreaterThan(0);
     expect(doc.agg.top[0]).toHaveProperty('bands.ttftMs.low');
     // Which measured runs the bands of each mode come from.
@@ -85,6 +85,21 @@ describe.skipIf(!TABLES)('configure default', () => {
     }
   }, 60_000);
 
+  it('--sla-confidence judges targets with a margin, reports each candidate\'s chance and echoes the flag', async () => {
+    const plain = JSON.parse((await run([...QWEN, '--tpot', '20', '--json'])).stdout);
+    const r = await run([...QWEN, '--tpot', '20', '--sla-confidence', '0.9', '--json']);
+    expect(r.code).toBe(0);
+    const doc = JSON.parse(r.stdout);
+    expect(doc.inputs.sla).toMatchObject({ tpotMs: 20, confidence: 0.9 });
+    expect(r.stderr).toMatch(/--sla-confidence 0\.9/);
+    for (const c of doc.agg.top) expect(c.chance.tpot).toBeGreaterThanOrEqual(0.895);
+    expect(plain.agg.top[0].chance.tpot).toBeGreaterThanOrEqual(0.495);
+    expect(doc.agg.top[0].clusterTokPerSPerGpu).toBeLessThanOrEqual(plain.agg.top[0].clusterTokPerSPerGpu);
+  }, 60_000);
+
+  it('--sla-confidence outside (0, 1) is bad input', async () => {
+    await expect(run([...QWEN, '--sla-confidence', '1.5'])).rejects.toThrow(/--sla-confidence "1.5" is not a probability; accepted: a number between 0 and 1/);
+  });
 });
 
 describe('configure default usage errors', () => {
@@ -113,6 +128,6 @@ describe.skipIf(!ULTRA)('configure default on Blackwell Ultra', () => {
     expect(r.code, r.stderr).toBe(0);
     const doc = JSON.parse(r.stdout);
     expect(doc.inputs).toMatchObject({ system, backend });
-    expect(doc.verdict.text).toMatch(/^(agg|disagg) wins: /);
+    expect(doc.verdict.text).toMatch(/^((agg|disagg) wins: |agg and disagg tie)/);
   }, 60_000);
 });

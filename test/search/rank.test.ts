@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AggEstimate } from '../../src/engine/types.js';
 import type { ModeResult, RankedCandidate } from '../../src/search/types.js';
-import { paretoFrontier, topPerLayout, verdictOf, slaBreaks } from '../../src/search/rank.js';
+import { paretoFrontier, topPerLayout, verdictOf, slaBreaks, TIE_ACROSS_MODES } from '../../src/search/rank.js';
 import { batchGrid } from '../../src/search/candidates.js';
 import { rateMatch, workerPairs } from '../../src/search/disagg.js';
 import { coarseIndices, walkBatches } from '../../src/search/walk.js';
@@ -19,9 +19,10 @@ function mode(m: 'agg' | 'disagg', top: RankedCandidate[]): ModeResult {
 
 describe('verdict', () => {
   it('names the winner first with the ratio winner/loser', () => {
-    const v = verdictOf(mode('agg', [cand('tp1pp1', 3785, 40)]), mode('disagg', [cand('p:tp1pp1 d:tp2pp1', 3068, 40)]));
+    const v = verdictOf(mode('agg', [cand('tp1pp1', 3785, 40)]), mode('disagg', [cand('p:tp1pp1 d:tp2pp1', 2768, 40)]));
     expect(v.winner).toBe('agg');
-    expect(v.text).toBe('agg wins: 3785 vs 3068 tokens/s/gpu, 1.23x');
+    expect(v.text).toBe('agg wins: 3785 vs 2768 tokens/s/gpu, 1.37x');
+    expect(v.tie).toBeUndefined();
     const w = verdictOf(mode('agg', [cand('tp1pp1', 1000, 40)]), mode('disagg', [cand('p:tp1pp1 d:tp2pp1', 1500, 40)]));
     expect(w.winner).toBe('disagg');
     expect(w.text).toBe('disagg wins: 1500 vs 1000 tokens/s/gpu, 1.50x');
@@ -33,6 +34,35 @@ describe('verdict', () => {
     const none = verdictOf(mode('agg', []), mode('disagg', []));
     expect(none.winner).toBe('none');
     expect(none.text).toBe('no agg or disagg configuration meets the SLA');
+  });
+  it('calls a tie, naming both, when the modes differ by less than their predictions err relative to each other', () => {
+    const v = verdictOf(mode('agg', [cand('tp2pp1', 3785, 40)]), mode('disagg', [cand('p:tp1pp1 d:tp2pp1', 3068, 40)]));
+    expect(v.tie).toBe(true);
+    expect(v.winner).toBe('agg');
+    expect(v.text).toBe('agg and disagg tie within the prediction uncertainty (33%): agg tp2pp1 3785 vs disagg p:tp1pp1 d:tp2pp1 3068 tokens/s/gpu, 1.23x');
+    // Just past the uncertainty, a win.
+    expect(verdictOf(mode('agg', [cand('a', 1000, 40)]), mode('disagg', [cand('d', 1000 / (1 + TIE_ACROSS_MODES) - 1, 40)])).tie).toBeUndefined();
+  });
+  it('notes when the two best layouts of the winning mode are too close to call', () => {
+    const v = verdictOf(mode('agg', [cand('tp2pp1', 1000, 40), cand('tp4pp1', 950, 40)]), undefined);
+    expect(v.notes).toEqual(['tp2pp1 (1000) and tp4pp1 (950 tokens/s/gpu) tie within the prediction uncertainty of two agg layouts (10%)']);
+    expect(verdictOf(mode('agg', [cand('tp2pp1', 1000, 40), cand('tp4pp1', 800, 40)]), undefined).notes).toBeUndefined();
+  });
+  it('says what relaxing each target buys, over both modes', () => {
+    const relaxed = (best: [number, number, number, number]): ModeResult['relaxed'] => [
+      { target: 'ttft', factor: 1.1, valueMs: 2200, best: best[0] },
+      { target: 'ttft', factor: 1.25, valueMs: 2500, best: best[1] },
+      { target: 'tpot', factor: 1.1, valueMs: 33, best: best[2] },
+      { target: 'tpot', factor: 1.25, valueMs: 37.5, best: best[3] },
+    ];
+    const agg = { ...mode('agg', [cand('tp2pp1', 1000, 40)]), relaxed: relaxed([1000, 1000, 1500, 4000]) };
+    const disagg = { ...mode('disagg', [cand('d', 500, 40)]), relaxed: relaxed([500, 1200, 600, 700]) };
+    expect(verdictOf(agg, disagg).notes).toEqual([
+      'TTFT 2200 ms instead of 2000 (+10%): no gain',
+      'TTFT 2500 ms instead of 2000 (+25%): 1.20x tokens/s/gpu (1000 -> 1200)',
+      'TPOT 33 ms instead of 30 (+10%): 1.50x tokens/s/gpu (1000 -> 1500)',
+      'TPOT 37.5 ms instead of 30 (+25%): 4.00x tokens/s/gpu (1000 -> 4000)',
+    ]);
   });
 });
 
@@ -108,19 +138,20 @@ describe('search space helpers', () => {
 
 
 describe('batch walk', () => {
-  it('finds the largest batch meeting the SLA exactly, with far fewer evaluations than the grid', () => {
+  it('finds the largest batch meeting the SLA exactly, off the grid, with far fewer evaluations than the grid', () => {
     const grid = batchGrid(1000);
     const seen: number[] = [];
-    // Throughput rises with batch; the SLA holds up to batch 137 (not on the doubling subsequence).
-    const n = walkBatches(grid, (b) => {
+    // Throughput rises with batch; the SLA holds up to batch 137 (neither on the doubling subsequence nor the grid).
+    expect(grid).not.toContain(137);
+    const { evaluated, edges } = walkBatches(grid, (b) => {
       seen.push(b);
-      return { value: b, meetsSla: b <= 137 };
+      return { value: b, meetsSla: b <= 137, margin: b / 137.5 };
     });
-    const largestOk = Math.max(...seen.filter((b) => b <= 137));
-    expect(largestOk).toBe(Math.max(...grid.filter((b) => b <= 137)));
-    expect(seen).toContain(grid[grid.indexOf(largestOk) + 1]);
-    expect(n).toBe(seen.length);
-    expect(n).toBeLessThan(grid.length / 2);
+    expect(Math.max(...seen.filter((b) => b <= 137))).toBe(137);
+    expect(seen).toContain(138);
+    expect(edges).toEqual([137]);
+    expect(evaluated).toBe(seen.length);
+    expect(evaluated).toBeLessThan(grid.length / 2);
   });
   it('stops after throughput falls twice in a row, and stops at a refusal', () => {
     const grid = batchGrid(1000);

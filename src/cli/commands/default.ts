@@ -6,8 +6,11 @@ import {
   addModelSystemOptions,
   addSaveOptions,
   addSlaOptions,
+  addSpeculationOptions,
   addWorkloadOptions,
   imagesOf,
+  clusterOptionsOf,
+  targetOf,
   DEFAULTS,
   readCommonInputs,
   slaOf,
@@ -19,6 +22,8 @@ import { loadSystem } from '../../inputs/systems.js';
 import { BACKENDS, type Backend } from '../../inputs/types.js';
 import { explain, hasFeasible, noFeasibleMessage } from '../../search/explain.js';
 import { searchToJson } from '../../search/json.js';
+import { searchDepths } from '../../search/nextn.js';
+import { autoDescription, depthContexts } from '../../engine/speculation.js';
 import type { Mode, SearchResult } from '../../search/types.js';
 import type { EngineContext } from '../../engine/types.js';
 import { InputError, NoFeasibleError, UnsupportedError } from '../../util/errors.js';
@@ -54,20 +59,36 @@ export interface DefaultOptions {
 
 /** The effective parameters, printed before the search (stderr in --json mode). */
 export function effectiveLine(inputs: CommonInputs, ctx: EngineContext, d: DefaultOptions): string {
-  const rl = inputs.requestLatency !== undefined ? ` --request-latency ${inputs.requestLatency}` : '';
+  const rl =
+    (inputs.requestLatency !== undefined ? ` --request-latency ${inputs.requestLatency}` : '') +
+    (inputs.slaConfidence !== undefined ? ` --sla-confidence ${inputs.slaConfidence}` : '');
   const ds = ctx.decodeSystem ? ` --decode-system ${ctx.decodeSystem.name}` : '';
   const sm = d.modes.length === 1 ? ` --serving-mode ${d.modes[0]}` : '';
   const strict = d.strictSla ? ' --strict-sla' : '';
+  const s = inputs.speculation;
+  const spec = s ? `${s.nextn !== undefined ? ` --nextn ${s.nextn}` : ''}${s.acceptRates ? ` --nextn-accept-rates ${s.acceptRates.join(',')}` : ''}${s.method ? ` --speculative ${s.method}` : ''}` : '';
   return (
     `configure default --hf-id ${ctx.model.id} --system ${ctx.system.name}${ds} --backend ${ctx.backend} --backend-version ${ctx.version} ` +
     `--total-gpus ${d.totalGpus} --isl ${inputs.isl} --osl ${inputs.osl} --prefix ${inputs.prefix} ` +
-    `--ttft ${inputs.ttft} --tpot ${inputs.tpot}${rl} --top-n ${d.topN}${sm}${strict} ` +
+    `--ttft ${inputs.ttft} --tpot ${inputs.tpot}${rl} --top-n ${d.topN}${sm}${strict}${spec} ` +
     `(weights ${ctx.gemmDtype}${ctx.model.moe ? `/${ctx.moeDtype}` : ''}, kv ${ctx.kvDtype})`
   );
 }
 
-/** Search the requested modes; with strictSla the frontier holds only candidates meeting the SLA. */
+/**
+ * Search the requested modes; with strictSla the frontier holds only candidates meeting the SLA. With
+ * --nextn auto every draft depth the checkpoint can run (0-3) is searched and ranked together.
+ */
 export function searchDefault(ctx: EngineContext, inputs: CommonInputs, d: DefaultOptions): SearchResult {
+  const req = inputs.speculation;
+  if (req?.nextn !== 'auto') return searchOneDepth(ctx, inputs, d);
+  const contexts = depthContexts(ctx, req);
+  const result = searchDepths(contexts, (c) => searchOneDepth(c, inputs, d), d.topN);
+  result.inputs = { ...result.inputs, speculation: autoDescription(contexts) };
+  return result;
+}
+
+function searchOneDepth(ctx: EngineContext, inputs: CommonInputs, d: DefaultOptions): SearchResult {
   const result = runSearch(ctx, { totalGpus: d.totalGpus, topN: d.topN, modes: d.modes, sla: slaOf(inputs), keepFeasible: d.strictSla });
   if (d.strictSla) {
     for (const r of [result.agg, result.disagg]) {
@@ -147,6 +168,7 @@ export function registerDefault(program: Command): void {
   cmd.addOption(new Option('--serving-mode <mode>', 'modes searched: agg, disagg or both (auto: both; default both)').argParser(servingModeParser));
   cmd.option('--strict-sla', 'compute the Pareto frontier (chart, pareto.csv) over the configurations meeting the SLA only');
   addWorkloadOptions(cmd);
+  addSpeculationOptions(cmd);
   addSlaOptions(cmd);
   cmd.option('--top-n <n>', `configurations shown per mode (default ${DEFAULTS.topN})`, positiveInt('--top-n'));
   addSaveOptions(cmd);
@@ -207,6 +229,9 @@ Examples:
           force: Boolean(o.force),
           dynamoVersion: o.dynamoVersion as string | undefined,
           images: imagesOf(o),
+          cluster: clusterOptionsOf(o),
+          target: targetOf(o),
+          planner: o.planner === true,
           reportText: con!.renderReport(result, { color: false }),
           json: doc,
         });

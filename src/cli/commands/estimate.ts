@@ -1,21 +1,24 @@
 // `configure estimate`: predict one layout (agg or disagg) from flags, or a CSV of measured-run rows.
 import { readFileSync } from 'node:fs';
+import { progress } from '../../util/progress.js';
 import { checkOutputPath, writeFileAtomic } from '../../util/files.js';
 import { Command, Option } from 'commander';
 import { stringify } from 'csv-stringify/sync';
 import { log, positiveInt, printJson, runAction } from '../common.js';
-import { addGlobalOptions, addModelSystemOptions, addWorkloadOptions, readCommonInputs, relaxModelSystem } from '../options.js';
+import { addGlobalOptions, addModelSystemOptions, addSpeculationOptions, addWorkloadOptions, readCommonInputs, refuseAutoNextn, relaxModelSystem, slaConfidenceParser } from '../options.js';
+import { valueAtConfidence } from '../../engine/bands.js';
 import { loadEngineContext, resolveRowInputs } from '../context.js';
 import { calibrationText } from '../../search/search.js';
 import { bandBasisFor, basisLines, estimateAgg, estimateDisagg, isRefusal, profileOf, trtllmGenMoe } from '../../engine/index.js';
 import { checkRowNumbers, estimateRow, parseCsv, PREDICTED_COLUMNS, predictedCells } from '../../engine/rows.js';
-import type { AggConfig, DisaggConfig, EngineContext, Estimate, MemoryPicture, MetricBands, PoolConfig, ServingMetrics, TtftParts } from '../../engine/types.js';
+import { speculationLabel, tokensPerStep } from '../../engine/speculation.js';
+import type { AggConfig, DisaggConfig, EngineContext, Estimate, MemoryPicture, MetricBands, PoolConfig, ServingMetrics, Speculation, TtftParts } from '../../engine/types.js';
 import { InputError, UnsupportedError } from '../../util/errors.js';
 import { csvSafeRecord, escapeControl } from '../../util/text.js';
 
 type Opts = Record<string, unknown>;
 
-const LAYOUT_FLAGS = ['tp', 'pp', 'dp', 'moe-tp', 'moe-ep', 'batch-size', 'max-num-tokens'] as const;
+export const LAYOUT_FLAGS = ['tp', 'pp', 'dp', 'moe-tp', 'moe-ep', 'batch-size', 'max-num-tokens'] as const;
 
 function camel(s: string): string {
   return s.replace(/-([a-z])/g, (_m, c: string) => c.toUpperCase());
@@ -29,6 +32,7 @@ export function registerEstimate(program: Command): void {
   // --hf-id / --system are required for single estimates only; the CSV rows carry their own.
   relaxModelSystem(cmd);
   addWorkloadOptions(cmd);
+  addSpeculationOptions(cmd);
   cmd.addOption(new Option('--mode <mode>', 'agg or disagg').choices(['agg', 'disagg']).default('agg'));
   for (const f of LAYOUT_FLAGS) {
     cmd.option(`--${f} <n>`, `agg: ${f.replace(/-/g, ' ')}`, positiveInt(`--${f}`));
@@ -43,7 +47,8 @@ export function registerEstimate(program: Command): void {
     .option('--decode-system <name>', 'disagg: system of the decode pool when it differs')
     .option('--breakdown', 'print where the mean TTFT goes and the time per op type of a prefill and a decode step')
     .option('--from-csv <file>', 'estimate every row of a CSV in the e2e reference format (a malformed number in a row exits 2)')
-    .option('--out <file>', 'with --from-csv: write the rows with predictions here (default: stdout)');
+    .option('--out <file>', 'with --from-csv: write the rows with predictions here (default: stdout)')
+    .option('--sla-confidence <p>', 'also report TTFT and TPOT at this quantile of their error bands (CSV: ttft_ms_at_confidence, tpot_ms_at_confidence), as default judges targets with it', slaConfidenceParser);
   addGlobalOptions(cmd);
   cmd.action(async (opts: Opts) => runAction(opts, () => (opts.fromCsv ? fromCsv(opts) : single(opts))));
 }
@@ -63,7 +68,7 @@ function aggConfig(o: Opts, ctx: EngineContext): AggConfig {
   };
 }
 
-function poolConfig(o: Opts, side: 'prefill' | 'decode', ctx: EngineContext, isl: number): PoolConfig {
+export function poolConfig(o: Opts, side: 'prefill' | 'decode', ctx: EngineContext, isl: number): PoolConfig {
   const g = (k: string) => num(o, `${side}-${k}`);
   const tp = g('tp') ?? 1;
   const dp = g('dp') ?? 1;
@@ -81,6 +86,7 @@ async function single(o: Opts): Promise<number> {
   if (!o.hfId) throw new InputError('--hf-id is required (or --from-csv FILE)');
   if (!o.system) throw new InputError('--system is required (or --from-csv FILE)');
   const inputs = readCommonInputs(o);
+  refuseAutoNextn(inputs.speculation, 'estimate');
   const ctx = await loadEngineContext(inputs, { decodeSystem: o.decodeSystem as string | undefined });
   const conc = o.concurrency as number | undefined;
   const breakdown = Boolean(o.breakdown);
@@ -101,15 +107,37 @@ async function single(o: Opts): Promise<number> {
     throw new UnsupportedError(`${est.constraint === 'memory' ? 'does not fit' : 'not runnable'}: ${est.reason}`, est);
   }
   const bandBasis = bandBasisFor(ctx, est.mode);
+  const confidence = o.slaConfidence as number | undefined;
+  const at = confidence !== undefined ? atConfidence(est, confidence) : undefined;
   if (o.json) {
-    printJson({ model: ctx.model.id, system: ctx.system.name, backend: ctx.backend, version: ctx.version, workload: ctx.workload, calibration, estimate: est, bandBasis });
+    printJson({ model: ctx.model.id, system: ctx.system.name, backend: ctx.backend, version: ctx.version, workload: ctx.workload, calibration, estimate: est, bandBasis, ...(at && { atConfidence: at }) });
     return 0;
   }
   const workers = est.mode === 'agg' ? [[est.config, ctx.system] as const] : [[est.config.prefill, ctx.system] as const, [est.config.decode, ctx.decodeSystem ?? ctx.system] as const];
   const genMoe = ctx.model.moe !== undefined && workers.some(([l, sys]) => trtllmGenMoe(profileOf(ctx), ctx.moeDtype, sys, l));
   printEstimate(est, `${escapeControl(ctx.model.id)} on ${ctx.system.name}, ${ctx.backend} ${ctx.version}${genMoe ? ' (MoE on trtllm-gen)' : ''}, isl ${inputs.isl} osl ${inputs.osl}` +
     (inputs.prefix ? ` prefix ${inputs.prefix}` : ''), calibration, bandBasis);
+  if (at) process.stdout.write(`at confidence ${at.confidence}: TTFT ${at.ttftMs.toFixed(1)} ms, TPOT ${at.tpotMs.toFixed(2)} ms (what --sla-confidence ${at.confidence} judges targets on)\n`);
   return 0;
+}
+
+/** TTFT and TPOT at a quantile of their bands (as `default --sla-confidence` judges targets). */
+function atConfidence(est: Estimate, confidence: number): { confidence: number; ttftMs: number; tpotMs: number } {
+  return {
+    confidence,
+    ttftMs: valueAtConfidence(est.metrics.ttftMs, est.bands.ttftMs, confidence),
+    tpotMs: valueAtConfidence(est.metrics.tpotMs, est.bands.tpotMs, confidence),
+  };
+}
+
+/** What the speculative setting does to TPOT, and where its acceptance rates come from. */
+function speculationLines(s: Speculation): string[] {
+  const perStep = tokensPerStep(s.acceptRates);
+  return [
+    `speculative decoding: ${speculationLabel(s)}`,
+    `  each decode step verifies ${1 + s.draft} tokens per sequence and emits ${perStep.toFixed(2)} on average (1 + a1 + a1 a2 + ...): TPOT = step time / ${perStep.toFixed(2)}`,
+    `  acceptance rates ${s.assumed ? 'assumed' : 'given'}${s.assumed ? `: ${s.source}` : ''}`,
+  ];
 }
 
 function fmtBand(v: number, b: { low: number; high: number }, digits: number): string {
@@ -142,6 +170,7 @@ function printEstimate(est: Estimate, title: string, calibration: string, basis:
     const d = est.config.decode;
     lines.push(`mode disagg: ${p.workers} prefill x (tp ${p.tp} pp ${p.pp} dp ${p.dp}, batch ${p.batchSize}) + ${d.workers} decode x (tp ${d.tp} pp ${d.pp} dp ${d.dp}, batch ${d.batchSize})`);
   }
+  if (est.speculation) lines.push(...speculationLines(est.speculation));
   lines.push(`concurrency ${m.concurrency} on ${m.gpus} GPUs   (band: 80% of measured runs left out of its fit fall inside)`);
   lines.push(`  TTFT             ${fmtBand(m.ttftMs, b.ttftMs, 1)} ms`);
   lines.push(`  TPOT             ${fmtBand(m.tpotMs, b.tpotMs, 2)} ms`);
@@ -156,6 +185,12 @@ function printEstimate(est: Estimate, title: string, calibration: string, basis:
   for (const [label, mem] of mems) {
     lines.push(`${label}: ${mem.capacityGiB.toFixed(1)} GiB = weights ${mem.weightsGiB.toFixed(1)} + activations ${mem.activationGiB.toFixed(1)} + runtime ${mem.reserveGiB.toFixed(1)} + KV cache ${mem.kvCacheGiB.toFixed(1)} (+ unused)`);
     lines.push(`  KV ${Math.round(mem.kvBytesPerTokenPerGpu)} bytes/token/GPU, ${mem.kvTokens} tokens, up to ${mem.maxSequences} sequences of isl+osl`);
+  }
+  const sp = est.breakdown?.speculative;
+  if (sp) {
+    const step = sp.verifyMs + sp.draftMs + sp.hostMs;
+    lines.push(`speculative decode step (running batch): verify ${sp.verifyMs.toFixed(2)} + draft ${sp.draftMs.toFixed(2)} + host ${sp.hostMs.toFixed(2)} = ${step.toFixed(2)} ms, ` +
+      `${sp.tokensPerStep.toFixed(2)} tokens per sequence: ${(step / sp.tokensPerStep).toFixed(2)} ms per token`);
   }
   if (est.breakdown) {
     const parts = Object.entries(TTFT_PART_LABELS)
@@ -201,20 +236,37 @@ async function fromCsv(o: Opts): Promise<number> {
   // Every row is checked before any is priced, so a malformed number stops the batch before anything is written.
   rows.forEach((row, i) => checkRowNumbers(row, `--from-csv ${file} line ${lines[i]}`));
   const outRows: Record<string, string>[] = [];
+  const confidence = o.slaConfidence as number | undefined;
   let refused = 0;
-  for (const row of rows) {
-    const inp = await resolveRowInputs(row, o.perfData as string | undefined);
-    const e = 'refused' in inp ? inp : estimateRow(row, inp);
-    const cells = predictedCells(e);
-    if (cells.refused_reason) refused++;
-    // The input's own cells are written back too: neutralised, as every CSV the tool writes.
-    outRows.push(csvSafeRecord({ ...row, ...cells }) as Record<string, string>);
+  const shown = progress(`estimating ${file}`, rows.length, { json: o.json === true });
+  try {
+    for (const [i, row] of rows.entries()) {
+      shown.tick(i);
+      const inp = await resolveRowInputs(row, o.perfData as string | undefined);
+      const e = 'refused' in inp ? inp : estimateRow(row, inp);
+      const cells = predictedCells(e);
+      if (cells.refused_reason) refused++;
+      const atCells = confidence === undefined ? {} : confidenceCells(e, confidence);
+      // The input's own cells are written back too: neutralised, as every CSV the tool writes.
+      outRows.push(csvSafeRecord({ ...row, ...cells, ...atCells }) as Record<string, string>);
+    }
+  } finally {
+    shown.end();
   }
-  const columns = [...header, ...PREDICTED_COLUMNS];
+  const columns = [...header, ...PREDICTED_COLUMNS, ...(confidence === undefined ? [] : CONFIDENCE_COLUMNS)];
   const csv = stringify(outRows, { header: true, columns });
   if (o.out) {
     writeFileAtomic('--out', o.out as string, csv);
     log(`wrote ${rows.length} rows (${refused} refused) to ${o.out as string}`);
   } else process.stdout.write(csv);
   return 0;
+}
+
+const CONFIDENCE_COLUMNS = ['ttft_ms_at_confidence', 'tpot_ms_at_confidence'] as const;
+
+/** A row's TTFT and TPOT at the confidence (blank when refused). */
+function confidenceCells(e: Estimate | { refused: true }, confidence: number): Record<(typeof CONFIDENCE_COLUMNS)[number], string> {
+  if ('refused' in e && e.refused) return { ttft_ms_at_confidence: '', tpot_ms_at_confidence: '' };
+  const at = atConfidence(e as Estimate, confidence);
+  return { ttft_ms_at_confidence: at.ttftMs.toFixed(3), tpot_ms_at_confidence: at.tpotMs.toFixed(4) };
 }

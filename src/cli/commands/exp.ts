@@ -1,11 +1,15 @@
 // `configure exp --yaml FILE`: run every experiment of a YAML file (agg, disagg or both; heterogeneous
 // prefill/decode systems for disagg), print one row per experiment side by side and the best overall.
 import { readFileSync } from 'node:fs';
+import { autoDescription, depthContexts } from '../../engine/speculation.js';
+import { searchDepths } from '../../search/nextn.js';
 import { isMap, parseDocument } from 'yaml';
 import type { Command } from 'commander';
 import { log, positiveInt, printJson, runAction } from '../common.js';
+import { progress } from '../../util/progress.js';
 import { alignColumns } from '../../util/format.js';
-import { addGlobalOptions, DEFAULTS, DYNAMO_VERSION_HELP, dynamoVersionParser, imageParser, imagesOf, slaOf, type CommonInputs } from '../options.js';
+import { addClusterOptions, addGlobalOptions, clusterOptionsOf, targetOf, DEFAULTS, DYNAMO_VERSION_HELP, dynamoVersionParser, imageParser, imagesOf, slaOf, type CommonInputs } from '../options.js';
+import { clusterFromYaml, mergeCluster, type ClusterOptions } from '../../output/cluster.js';
 import type { EngineContext } from '../../engine/types.js';
 import type { ExperimentFile, Experiment as ExperimentEntry } from '../../output/exp-config.js';
 import type { ImageOverrides } from '../../output/plan.js';
@@ -28,6 +32,8 @@ export interface Experiment {
   restrict?: SearchRestrict;
   /** Images by component from the entry's `image`. */
   images?: ImageOverrides;
+  /** The entry's `cluster:` settings. */
+  cluster?: ClusterOptions;
 }
 
 /** Images by component from an entry's `image`: one image for all, or some components by name. */
@@ -51,6 +57,7 @@ export function toExperiment(e: ExperimentEntry): Experiment {
     topN: e.top_n,
     restrict,
     images: imagesOfEntry(e.image),
+    cluster: clusterFromYaml(e.cluster),
     inputs: {
       hfId: e.model,
       system: e.system,
@@ -64,6 +71,9 @@ export function toExperiment(e: ExperimentEntry): Experiment {
       ttft: e.ttft,
       tpot: e.tpot,
       requestLatency: e.request_latency,
+      ...((e.nextn !== undefined || e.nextn_accept_rates !== undefined || e.speculative !== undefined) && {
+        speculation: { nextn: e.nextn, acceptRates: e.nextn_accept_rates, method: e.speculative },
+      }),
     },
   };
 }
@@ -398,6 +408,8 @@ export function registerExp(program: Command): void {
     .option('--image <image>', "container image for every component of every experiment, overriding each experiment's image", imageParser('--image'))
     .option('--top-n <n>', "configurations kept per mode, overriding each experiment's top_n", positiveInt('--top-n'))
     .option('--report', 'also print the full report of every experiment');
+  // Flags override each experiment's cluster: keys one by one.
+  addClusterOptions(cmd);
   addGlobalOptions(cmd);
   cmd.addHelpText(
     'after',
@@ -421,6 +433,8 @@ File format:
       search: { tp: [1, 2, 4], batch: [8, 16, 32, 64] }
       image: { prefill: registry.example.com/vllm-runtime:1.4.0-custom }  # optional: one image for every
                                # component, or by component (frontend, agg, prefill, decode)
+      cluster: { namespace: llm, model_cache_pvc: models, model_cache_path: qwen3-32b }  # optional: also
+                               # image_pull_secret, hf_token_secret, model_cache_size, served_model_name
 
 The <mode>/exp_config.yaml that \`configure default --save-dir\` writes runs unchanged here, and so do
 aiconfigurator experiment files (exps: [...], serving_mode, model_name/model_path, system_name, ...).
@@ -459,10 +473,16 @@ Examples:
       const rows: ExpRow[] = [];
       const docs: Record<string, unknown>[] = [];
       const reports: string[] = [];
+      const shown = progress('experiments', prepared.length, { json: opts.json === true });
       for (const { exp, ctx } of prepared) {
+        shown.tick(rows.length);
         const sla = slaOf(exp.inputs);
         const topN = (opts.topN as number | undefined) ?? exp.topN;
-        const result = runSearch(ctx, { totalGpus: exp.totalGpus, sla, topN, modes: exp.modes, restrict: exp.restrict });
+        const spec = { totalGpus: exp.totalGpus, sla, topN, modes: exp.modes, restrict: exp.restrict };
+        const req = exp.inputs.speculation;
+        // nextn: auto searches every draft depth the checkpoint can run and ranks them together (as default does).
+        const result = req?.nextn === 'auto' ? searchDepths(depthContexts(ctx, req), (c) => runSearch(c, spec), topN) : runSearch(ctx, spec);
+        if (req?.nextn === 'auto') result.inputs = { ...result.inputs, speculation: autoDescription(depthContexts(ctx, req)) };
         const row = rowOf(exp, ctx, result);
         const reportText = renderReport(result, { color: false });
         const json = searchToJson(result);
@@ -472,6 +492,8 @@ Examples:
             force: opts.force as boolean | undefined,
             dynamoVersion: opts.dynamoVersion as string | undefined,
             images: imagesOf(opts) ?? exp.images,
+            cluster: mergeCluster(exp.cluster, clusterOptionsOf(opts)),
+            target: targetOf(opts),
             reportText,
             json,
           });
@@ -480,6 +502,7 @@ Examples:
         docs.push({ name: exp.name, modes: exp.modes, result: json, savedTo: row.savedTo ?? null });
         reports.push(`== ${exp.name} ==\n${reportText}`);
       }
+      shown.end();
       const best = bestOverall(rows);
       if (opts.json) {
         printJson({ command: 'exp', file: path, rows, best: best?.name ?? null, experiments: docs });

@@ -8,7 +8,11 @@ import {
   addSaveOptions,
   addSlaOptions,
   addWorkloadOptions,
+  addSpeculationOptions,
+  refuseAutoNextn,
   imagesOf,
+  clusterOptionsOf,
+  targetOf,
   readCommonInputs,
   slaOf,
 } from '../options.js';
@@ -97,6 +101,7 @@ export function registerGenerate(program: Command): void {
     .description('the smallest layout that fits the model with room for the workload, its predicted metrics and artifacts (no sweep)');
   addModelSystemOptions(cmd);
   addWorkloadOptions(cmd);
+  addSpeculationOptions(cmd);
   addSlaOptions(cmd);
   cmd.option('--total-gpus <n>', 'GPU budget: replicas of the chosen layout fill it (default: one replica)', gpuCount('--total-gpus'));
   addSaveOptions(cmd);
@@ -123,6 +128,7 @@ Examples:
         import('../../search/json.js'),
       ]);
       const inputs = readCommonInputs(opts);
+      refuseAutoNextn(inputs.speculation, 'generate');
       const ctx = await loadEngineContext(inputs);
       const g = generate(realEngine, ctx, {
         totalGpus: opts.totalGpus as number | undefined,
@@ -139,6 +145,9 @@ Examples:
           force: opts.force as boolean | undefined,
           dynamoVersion: opts.dynamoVersion as string | undefined,
           images: imagesOf(opts),
+          cluster: clusterOptionsOf(opts),
+          target: targetOf(opts),
+          planner: opts.planner === true,
           reportText: text,
           json: doc(),
         });

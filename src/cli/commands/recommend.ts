@@ -8,7 +8,11 @@ import {
   addSaveOptions,
   addSlaOptions,
   addWorkloadOptions,
+  addSpeculationOptions,
+  refuseAutoNextn,
   imagesOf,
+  clusterOptionsOf,
+  targetOf,
   DEFAULTS,
   readCommonInputs,
   slaOf,
@@ -60,6 +64,7 @@ export function registerRecommend(program: Command): void {
     .option('--target-concurrency <c>', 'concurrent clients to serve', positiveInt('--target-concurrency'))
     .option('--max-gpus <n>', 'largest deployment allowed', gpuCount('--max-gpus'));
   addWorkloadOptions(cmd);
+  addSpeculationOptions(cmd);
   addSlaOptions(cmd);
   cmd.option('--top-n <n>', `options shown per mode (default ${DEFAULTS.topN})`, positiveInt('--top-n'));
   addSaveOptions(cmd);
@@ -81,6 +86,7 @@ Examples:
     runAction(o, async () => {
       const target = readTarget(o);
       const inputs = readCommonInputs(o);
+      refuseAutoNextn(inputs.speculation, 'recommend');
       const topN = (o.topN as number | undefined) ?? DEFAULTS.topN;
       const maxGpus = o.maxGpus as number | undefined;
       const json = Boolean(o.json);
@@ -125,6 +131,9 @@ Examples:
           force: Boolean(o.force),
           dynamoVersion: o.dynamoVersion as string | undefined,
           images: imagesOf(o),
+          cluster: clusterOptionsOf(o),
+          target: targetOf(o),
+          planner: o.planner === true,
           reportText: renderRecommend(result, { color: false }),
           json: doc,
         });

@@ -3,7 +3,7 @@
 import { Option, type Command } from 'commander';
 import { gpuCount, log, printJson, runAction } from '../common.js';
 import { alignColumns } from '../../util/format.js';
-import { addGlobalOptions, addSlaOptions, addWorkloadOptions, readCommonInputs, slaOf } from '../options.js';
+import { addGlobalOptions, addSlaOptions, addSpeculationOptions, addWorkloadOptions, readCommonInputs, refuseAutoNextn, slaOf } from '../options.js';
 import { listSystems, loadSystem } from '../../inputs/systems.js';
 import { BACKENDS, type Backend } from '../../inputs/types.js';
 import { checkSupport, MIN_SEQUENCES, type SupportReport, type SupportRow } from '../../search/support.js';
@@ -70,6 +70,7 @@ export function registerSupport(program: Command): void {
     .option('--perf-data <dir>', 'performance tables: a directory in our format or an aiconfigurator systems data directory')
     .option('--total-gpus <n>', 'GPU budget: also run the search and say whether any layout meets the SLA', gpuCount('--total-gpus'));
   addWorkloadOptions(cmd);
+  addSpeculationOptions(cmd);
   addSlaOptions(cmd);
   addGlobalOptions(cmd);
   cmd.addHelpText(
@@ -93,6 +94,7 @@ Examples:
       ]);
       const chosen = opts.backend as Backend | 'all' | undefined;
       const inputs = readCommonInputs({ ...opts, backend: chosen === 'all' ? undefined : chosen });
+      refuseAutoNextn(inputs.speculation, 'support');
       const all = inputs.system.toLowerCase() === 'all';
       const systems = all ? listSystems() : [loadSystem(inputs.system)];
       // Resolve the model once: an unknown architecture exits 4 here with the supported list.

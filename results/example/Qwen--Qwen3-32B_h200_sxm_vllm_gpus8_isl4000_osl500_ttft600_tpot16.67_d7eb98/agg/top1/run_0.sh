@@ -30,7 +30,7 @@ CUDA_VISIBLE_DEVICES='0,1,2,3,4,5,6,7' DYN_SYSTEM_PORT='8081' VLLM_NIXL_SIDE_CHA
     --tensor-parallel-size '8' \
     --pipeline-parallel-size '1' \
     --data-parallel-size '1' \
-    --max-num-seqs '48' \
+    --max-num-seqs '56' \
     --max-num-batched-tokens '2048' \
     --max-model-len '5120' \
     --kv-cache-dtype 'auto' &

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# AIPerf sweep around the predicted operating point (concurrency 48).
+# AIPerf sweep around the predicted operating point (concurrency 52).
 # Results land in bench/c<concurrency>/ next to this script, where `configure validate --plan` looks.
 set -euo pipefail
 
@@ -7,7 +7,7 @@ SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 MODEL='Qwen/Qwen3-32B'
 URL="${URL:-http://localhost:8000}"
 REQUESTS_PER_CONCURRENCY="${REQUESTS_PER_CONCURRENCY:-10}"
-CONCURRENCIES=('12' '24' '36' '48' '60' '72')
+CONCURRENCIES=('13' '26' '39' '52' '65' '78')
 
 for c in "${CONCURRENCIES[@]}"; do
   out="$SCRIPT_DIR/bench/c$c"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Node 0 of 1: Qwen/Qwen3-32B with vllm 0.24.0, agg tp4pp2.
+# Node 0 of 1: Qwen/Qwen3-32B with vllm 0.24.0, agg tp4pp1.
 # Start etcd and NATS on the head node first; set HEAD_NODE_IP on every other node.
 set -euo pipefail
 
@@ -22,16 +22,30 @@ trap stop_all EXIT
 python3 -m dynamo.frontend --http-port "$HTTP_PORT" &
 pids+=("$!")
 
-# worker 0: 4x tp, 2x pp, 1x dp on GPUs 0,1,2,3,4,5,6,7
-CUDA_VISIBLE_DEVICES='0,1,2,3,4,5,6,7' DYN_SYSTEM_PORT='8081' VLLM_NIXL_SIDE_CHANNEL_PORT='20100' \
+# worker 0: 4x tp, 1x pp, 1x dp on GPUs 0,1,2,3
+CUDA_VISIBLE_DEVICES='0,1,2,3' DYN_SYSTEM_PORT='8081' VLLM_NIXL_SIDE_CHANNEL_PORT='20100' \
   python3 -m dynamo.vllm \
     --model "$MODEL" \
     --served-model-name "$MODEL" \
     --tensor-parallel-size '4' \
-    --pipeline-parallel-size '2' \
+    --pipeline-parallel-size '1' \
     --data-parallel-size '1' \
-    --max-num-seqs '48' \
-    --max-num-batched-tokens '8192' \
+    --max-num-seqs '26' \
+    --max-num-batched-tokens '2048' \
+    --max-model-len '5120' \
+    --kv-cache-dtype 'auto' &
+pids+=("$!")
+
+# worker 1: 4x tp, 1x pp, 1x dp on GPUs 4,5,6,7
+CUDA_VISIBLE_DEVICES='4,5,6,7' DYN_SYSTEM_PORT='8082' VLLM_NIXL_SIDE_CHANNEL_PORT='20116' \
+  python3 -m dynamo.vllm \
+    --model "$MODEL" \
+    --served-model-name "$MODEL" \
+    --tensor-parallel-size '4' \
+    --pipeline-parallel-size '1' \
+    --data-parallel-size '1' \
+    --max-num-seqs '26' \
+    --max-num-batched-tokens '2048' \
     --max-model-len '5120' \
     --kv-cache-dtype 'auto' &
 pids+=("$!")
