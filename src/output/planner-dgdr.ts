@@ -4,6 +4,7 @@
 import YAML from 'yaml';
 import { z } from 'zod';
 import { BACKENDS, type Backend } from '../inputs/types.js';
+import { MAX_DEPLOYMENT_GPUS } from '../search/limits.js';
 import { InputError } from '../util/errors.js';
 import { escapeControl } from '../util/text.js';
 import type { LoadTarget } from '../search/recommend.js';
@@ -72,7 +73,7 @@ const v1beta1Spec = z.strictObject({
     .strictObject({
       gpuSku: z.string().optional(),
       vramMb: positive.optional(),
-      totalGpus: count.optional(),
+      totalGpus: count.max(MAX_DEPLOYMENT_GPUS).optional(),
       numGpusPerNode: count.optional(),
       interconnect: z.string().optional(),
       rdma: z.boolean().optional(),

@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import YAML from 'yaml';
-import { log, positiveInt, printJson, runAction } from '../common.js';
+import { gpuCount, log, positiveInt, printJson, runAction } from '../common.js';
 import { addGlobalOptions, DEFAULTS, dynamoVersionParser, DYNAMO_VERSION_HELP } from '../options.js';
 import { loadEngineContext } from '../context.js';
 import { addGridOptions, gridOf } from './planner-profile.js';
@@ -161,7 +161,7 @@ export function registerDgdr(program: Command): void {
     .option('--force', 'write into a directory that already holds files')
     .option('--plots', "with --out: also draw the profiles (planner/*.png; about a second more)")
     .option('--system <name>', 'GPU system, when the request names none or one we name differently')
-    .option('--total-gpus <n>', 'GPU budget, when the request gives none (default: one node)', positiveInt('--total-gpus'))
+    .option('--total-gpus <n>', 'GPU budget, when the request gives none (default: one node)', gpuCount('--total-gpus'))
     .option('--dynamo-version <v>', `${DYNAMO_VERSION_HELP}; default: the request's runtimeVersionOverride, else 0.9 for v1alpha1 and 1.x for v1beta1`, dynamoVersionParser);
   addGridOptions(cmd);
   addGlobalOptions(cmd);

@@ -1,7 +1,7 @@
 // `configure planner-profile`: the SLA planner's profiles of one disaggregated layout given by flags (the
 // prefill and decode pools, as `estimate --mode disagg` takes them), and the DGD that deploys it with the planner.
 import type { Command } from 'commander';
-import { log, positiveInt, printJson, runAction } from '../common.js';
+import { gpuCount, log, positiveInt, printJson, runAction } from '../common.js';
 import {
   addGlobalOptions,
   addModelSystemOptions,
@@ -81,7 +81,7 @@ export function registerPlannerProfile(program: Command): void {
     .option('--prefill-workers <n>', 'prefill workers (default 1)', positiveInt('--prefill-workers'))
     .option('--decode-workers <n>', 'decode workers (default 1)', positiveInt('--decode-workers'))
     .option('--concurrency <n>', 'clients the deployment starts at (default: decode batch size x decode workers)', positiveInt('--concurrency'))
-    .option('--total-gpus <n>', "GPUs the planner may scale up to (default: the larger of the layout's GPUs and one node)", positiveInt('--total-gpus'))
+    .option('--total-gpus <n>', "GPUs the planner may scale up to (default: the larger of the layout's GPUs and one node)", gpuCount('--total-gpus'))
     .requiredOption('--out <dir>', 'write the files into this directory')
     .option('--force', 'write into a directory that already holds files')
     .option('--dynamo-version <v>', DYNAMO_VERSION_HELP, dynamoVersionParser);
