@@ -94,6 +94,9 @@ export function renderResultsBox(result: SearchResult, p: Palette): string {
     const basis = i.bandBasis?.[best.estimate.mode];
     if (basis) t.push([p.bold('bands from'), basisLines(basis).join('; ')]);
   }
+  // What loosening a target would buy (the verdict's notes), when it buys anything.
+  const gains = (result.verdict.notes ?? []).filter((n) => !n.endsWith('no gain'));
+  if (gains.length) t.push([p.bold('if relaxed'), gains.join('\n')]);
   if (i.speculation) t.push([p.bold('speculative'), i.speculation]);
   t.push([p.bold('calibration'), i.calibratedOn]);
   return t.toString();
