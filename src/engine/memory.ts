@@ -1,7 +1,6 @@
 // Memory per GPU: weights, KV cache per token, activations for the step's token budget, runtime reserve,
 // and from these the number of sequences of length isl+osl that fit.
-import { layersOf } from '../inputs/layers.js';
-import { DTYPE_BYTES, type Dtype, type GdnSpec, type IndexerSpec, type KdaSpec, type LayerKind, type Mamba2Spec, type ModelSpec } from '../inputs/types.js';
+import { DTYPE_BYTES, type GdnSpec, type IndexerSpec, type KdaSpec, type Mamba2Spec, type ModelSpec } from '../inputs/types.js';
 import { mixerParams } from '../inputs/params.js';
 import { memoryFractionOf, profileOf } from './backends.js';
 import { layerKinds } from './ops.js';
@@ -255,24 +254,6 @@ function computeMemory(
   };
 }
 
-/**
- * What one layer of a model caches per sequence, for every layer kind (the spec's own view, one GPU, no parallel
- * split): bytes per cached token of attention, per compressed entry, per indexed token, and a fixed recurrent state.
- */
-export interface LayerState {
-  kind: LayerKind;
-  /** Bytes per token kept in the attention cache (K and V, or the MLA latent). */
-  perToken: number;
-  /** Tokens kept: every token (undefined) or the last `window`. */
-  window?: number;
-  /** Compressed KV (DeepSeek-V4): bytes per entry, one entry per `ratio` tokens. */
-  compressed?: { perEntry: number; ratio: number };
-  /** Indexer keys per token (DSA, MiniMax sparse) or per compressed entry (DeepSeek-V4 ratio-4 layers). */
-  indexerPerToken: number;
-  /** Bytes per sequence that do not grow with its length: recurrent state and convolution window. */
-  fixed: number;
-}
-
 /** Elements of the convolution and recurrent states are kept in 16 bits unless the spec says float32 (stateBytes). */
 const CONV_BYTES = 2;
 
@@ -295,86 +276,4 @@ export function kdaStateBytes(k: KdaSpec): number {
   const state = k.numHeads * k.headDim * k.headDim * k.stateBytes;
   const conv = (k.convKernel - 1) * 3 * k.numHeads * k.headDim * CONV_BYTES;
   return state + conv;
-}
-
-/** Bytes per token of one attention layer's cache: the MLA latent, or K and V of every KV head (one vector when K = V). */
-function attentionTokenBytes(m: ModelSpec, kind: 'full' | 'sliding', kvHeads: number, kb: number): number {
-  if (m.mla) return (m.mla.kvLoraRank + m.mla.qkRopeHeadDim) * kb;
-  const shape = m.attentionShapes?.[kind];
-  if (!shape) return 2 * kvHeads * m.headDim * kb;
-  const v = shape.kEqV ? 0 : (shape.vHeadDim ?? shape.headDim);
-  return shape.numKvHeads * (shape.headDim + v) * kb;
-}
-
-/** Per-layer cache of a model whose KV entries take `kvDtype` (recurrent states take the spec's stateBytes). */
-export function layerStates(m: ModelSpec, kvDtype: Dtype): LayerState[] {
-  const kb = DTYPE_BYTES[kvDtype];
-  const overrides = new Map((m.layerOverrides ?? []).map((o) => [o.layer, o]));
-  const idx = m.indexer;
-  return layersOf(m).map((l, i): LayerState => {
-    const o = overrides.get(i);
-    const base: LayerState = { kind: l.kind, perToken: 0, indexerPerToken: 0, fixed: 0 };
-    if (o?.attention === 'none' || o?.attention === 'linear') return base;
-    switch (l.kind) {
-      case 'none':
-        return base;
-      case 'gdn':
-        return { ...base, fixed: gdnStateBytes(m.gdn!) };
-      case 'mamba2':
-        return { ...base, fixed: mamba2StateBytes(m.mamba2!) };
-      case 'kda':
-        return { ...base, fixed: kdaStateBytes(m.kda!) };
-      case 'full':
-      case 'sliding': {
-        const s: LayerState = { ...base, perToken: attentionTokenBytes(m, l.kind, o?.numKvHeads ?? m.numKvHeads, kb) };
-        if (l.kind === 'sliding') s.window = l.window;
-        return s;
-      }
-      case 'dsa':
-      case 'minimax_sparse':
-        // Every token stays cached (the indexer chooses which to read); the indexer keeps one key per token.
-        return { ...base, perToken: attentionTokenBytes(m, 'full', o?.numKvHeads ?? m.numKvHeads, kb), indexerPerToken: idx ? indexerKeyBytes(idx) : 0 };
-      case 'compressed': {
-        // DeepSeek-V4: one shared K/V vector per KV head for each token of the window and each compressed entry.
-        const entry = m.numKvHeads * m.headDim * kb;
-        const s: LayerState = { ...base, perToken: entry, window: l.window };
-        if (l.ratio) s.compressed = { perEntry: entry + (l.ratio === 4 && idx ? indexerKeyBytes(idx) : 0), ratio: l.ratio };
-        return s;
-      }
-    }
-  });
-}
-
-/** One sequence's cache, by part, for a sequence of `tokens` tokens on one GPU (no parallel split). */
-export interface SequenceBytes {
-  /** K/V (or latent) of the layers that keep every token. */
-  kv: number;
-  /** K/V of windowed layers, at most their window each. */
-  window: number;
-  /** Compressed KV entries (and their indexer keys). */
-  compressed: number;
-  /** Indexer keys of sparse-attention layers. */
-  indexer: number;
-  /** Recurrent and convolution states of linear-attention and Mamba-2 layers, independent of `tokens`. */
-  recurrent: number;
-  total: number;
-}
-
-/**
- * Bytes one sequence of `tokens` tokens holds: only full-attention (and sparse) layers grow with every token,
- * sliding layers stop at their window, compressed layers grow by one entry per `ratio` tokens, and linear-attention
- * layers keep a fixed-size state. `kvBytesPerToken` is what today's pricing uses; for the kinds it prices (full,
- * sliding, MLA) both agree.
- */
-export function sequenceBytes(m: ModelSpec, kvDtype: Dtype, tokens: number): SequenceBytes {
-  const out: SequenceBytes = { kv: 0, window: 0, compressed: 0, indexer: 0, recurrent: 0, total: 0 };
-  for (const s of layerStates(m, kvDtype)) {
-    if (s.window !== undefined) out.window += s.perToken * Math.min(tokens, s.window);
-    else out.kv += s.perToken * tokens;
-    if (s.compressed) out.compressed += s.compressed.perEntry * Math.ceil(tokens / s.compressed.ratio);
-    out.indexer += s.indexerPerToken * tokens;
-    out.recurrent += s.fixed;
-  }
-  out.total = out.kv + out.window + out.compressed + out.indexer + out.recurrent;
-  return out;
 }

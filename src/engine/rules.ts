@@ -120,8 +120,16 @@ const FAMILY_RULES: readonly FamilyRuleRow[] = [
   { kind: 'kda', backend: 'trtllm', never: true, why: 'TRT-LLM has no Kimi-delta-attention (Kimi Linear) model' },
 ];
 
-/** Why the engine release or GPU cannot serve one of the model's layer kinds, or null. */
+const familyRuleCache = new WeakMap<EngineContext, string | null>();
+
+/** Why the engine release or GPU cannot serve one of the model's layer kinds, or null (once per context). */
 export function familyRule(ctx: EngineContext): string | null {
+  let why = familyRuleCache.get(ctx);
+  if (why === undefined) familyRuleCache.set(ctx, (why = familyRuleOf(ctx)));
+  return why;
+}
+
+function familyRuleOf(ctx: EngineContext): string | null {
   const kinds = countKinds(ctx.model);
   const release = engineRelease(ctx.backend, ctx.version);
   for (const r of FAMILY_RULES) {

@@ -72,7 +72,9 @@ export function layersOf(m: ModelSpec): LayerOf[] {
 /** Number of layers of each kind. */
 export function countKinds(m: ModelSpec): Partial<Record<LayerKind, number>> {
   const out: Partial<Record<LayerKind, number>> = {};
-  for (const l of layersOf(m)) out[l.kind] = (out[l.kind] ?? 0) + 1;
+  // From the runs of the mix, without expanding them layer by layer (the engine's rules ask on every estimate).
+  const runs: Array<{ kind: LayerKind; count: number }> = m.layerMix ?? layersOf(m).map((l) => ({ kind: l.kind, count: 1 }));
+  for (const r of runs) out[r.kind] = (out[r.kind] ?? 0) + r.count;
   return out;
 }
 

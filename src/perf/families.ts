@@ -318,7 +318,14 @@ function rooflineKey(part: FamilyPart): string {
  */
 export class FamilyPricer {
   private readonly models = new Map<FamilyPart, { m: OpModel; source: string } | null>();
-  constructor(readonly peaks: Peaks, readonly backend: string, readonly version: string, readonly cal?: FamilyCalibration) {}
+  private loaded?: { cal?: FamilyCalibration };
+  /** `cal` may be a loader: the calibration file is then read on the first family op priced (most runs price none). */
+  constructor(readonly peaks: Peaks, readonly backend: string, readonly version: string, private readonly calOrLoader?: FamilyCalibration | (() => FamilyCalibration | undefined)) {}
+
+  get cal(): FamilyCalibration | undefined {
+    this.loaded ??= { cal: typeof this.calOrLoader === 'function' ? this.calOrLoader() : this.calOrLoader };
+    return this.loaded.cal;
+  }
 
   /** The fitted model of a part and the source it comes from; undefined when none. */
   modelOf(part: FamilyPart): { m: OpModel; source: string } | undefined {

@@ -194,7 +194,7 @@ function openOurDir(dir: string, system: SystemSpec, fallback: PerfSource, eager
   // Facts of the tables themselves live in the meta.yaml beside them.
   const tablesMeta = meta?.tables_from ? readMeta(filesDir) : meta;
   const families = kind === 'synthesized' && meta
-    ? new FamilyPricer(peaks, String(meta.backend), String(meta.version), loadFamilyCalibration(system.name))
+    ? new FamilyPricer(peaks, String(meta.backend), String(meta.version), () => loadFamilyCalibration(system.name))
     : undefined;
   return new TablePerfSource(system, info, provide, fallback, model, tablesMeta?.gemm_unaligned_m, families);
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { estimateAgg, estimateDisagg, kvBytesPerToken, memoryFor, modelRefusal, weightBytesPerGpu, isRefusal } from '../../src/engine/index.js';
 import { testCtx } from './helpers.js';
-import { gdnStateBytes, kdaStateBytes, mamba2StateBytes, sequenceBytes } from '../../src/engine/memory.js';
+import { gdnStateBytes, kdaStateBytes, mamba2StateBytes } from '../../src/engine/memory.js';
 import { findBundled } from '../../src/inputs/registry.js';
 import type { ModelSpec } from '../../src/inputs/types.js';
 import { UnsupportedError } from '../../src/util/errors.js';
@@ -118,42 +118,29 @@ describe('state per sequence by layer kind', () => {
     expect(mamba2StateBytes(s)).toBe(128 * 64 * 128 * 4 + 3 * (128 * 64 + 2 * 8 * 128) * 2);
     expect(kdaStateBytes({ numHeads: 96, headDim: 128, convKernel: 4, stateBytes: 4 })).toBe(96 * 128 * 128 * 4 + 3 * 3 * 96 * 128 * 2);
   });
+  // The cache pricing uses (kvBytesPerToken) on one GPU: bytes per token that grow with the sequence, and the fixed state.
+  const cacheOf = (m: ModelSpec, kvDtype: 'bfloat16' | 'fp8' = 'bfloat16') => kvBytesPerToken({ ...testCtx('Qwen/Qwen3-8B'), model: m, kvDtype }, L(1));
   it('hybrid: KV grows with the full-attention layers only, the recurrent state is fixed', () => {
     const m = hybridSpec();
     const kvPerToken = 2 * (2 * 2 * 256 * 2); // two full layers x K and V x 2 kv heads x 256 x bf16
-    const short = sequenceBytes(m, 'bfloat16', 1000);
-    const long = sequenceBytes(m, 'bfloat16', 32768);
-    expect(short.kv).toBe(kvPerToken * 1000);
-    expect(long.kv).toBe(kvPerToken * 32768);
-    expect(short.recurrent).toBe(6 * gdnStateBytes(m.gdn!));
-    expect(long.recurrent).toBe(short.recurrent);
+    const c = cacheOf(m);
+    expect(c.full).toBe(kvPerToken);
+    expect(c.fixed).toBe(6 * gdnStateBytes(m.gdn!));
     // The same shape with every layer full attention holds four times the KV and no state.
-    const plain = sequenceBytes({ ...m, layerMix: undefined, gdn: undefined }, 'bfloat16', 32768);
-    expect(plain.kv).toBe(4 * long.kv);
-    expect(plain.recurrent).toBe(0);
+    const plain = cacheOf({ ...m, layerMix: undefined, gdn: undefined });
+    expect(plain.full).toBe(4 * c.full);
+    expect(plain.fixed).toBe(0);
   });
   it('sliding layers hold at most their window; the DSA indexer adds its keys per token', () => {
     const m: ModelSpec = { ...hybridSpec(), layerMix: [{ kind: 'sliding', count: 6, window: 512 }, { kind: 'full', count: 2 }], gdn: undefined };
-    const b = sequenceBytes(m, 'fp8', 4096);
-    expect(b.window).toBe(6 * 2 * 2 * 256 * 512);
-    expect(b.kv).toBe(2 * 2 * 2 * 256 * 4096);
+    const c = cacheOf(m, 'fp8');
+    expect([c.sliding, c.window]).toEqual([6 * 2 * 2 * 256, 512]);
+    expect(c.full).toBe(2 * 2 * 2 * 256);
     const ds = findBundled('deepseek-ai/DeepSeek-V3')!;
     const dsa: ModelSpec = { ...ds, layerMix: [{ kind: 'dsa', count: 61 }], indexer: { topK: 2048, numHeads: 64, headDim: 128 } };
-    const d = sequenceBytes(dsa, 'fp8', 1000);
-    expect(d.kv).toBe(61 * (512 + 64) * 1000);
-    expect(d.indexer).toBe(61 * (128 + 4) * 1000); // fp8 keys and one fp32 scale per 128
+    // 61 layers x (MLA latent 512 + 64) + fp8 indexer keys with one fp32 scale per 128.
+    expect(cacheOf(dsa, 'fp8').full).toBe(61 * (512 + 64) + 61 * (128 + 4));
   });
-  it.each(['meta-llama/Llama-3.1-8B', 'deepseek-ai/DeepSeek-V3', 'openai/gpt-oss-120b', 'nvidia/Llama-3_3-Nemotron-Super-49B-v1'])(
-    '%s: agrees with the KV bytes per token that pricing uses',
-    (id) => {
-      const ctx = testCtx(id);
-      const kv = kvBytesPerToken(ctx, L(1));
-      const b = sequenceBytes(ctx.model, ctx.kvDtype, 10000);
-      expect(b.kv).toBe(kv.full * 10000);
-      expect(b.window).toBe(kv.sliding * Math.min(10000, kv.window || 10000));
-      expect(b.recurrent).toBe(0);
-    },
-  );
 });
 
 describe('models whose layers the engine cannot price', () => {
@@ -194,9 +181,9 @@ describe.skipIf(!existsSync(join(referencePath(), 'model-configs')))('a hybrid c
     const file = join(referencePath(), 'model-configs', 'Qwen--Qwen3.5-397B-A17B_config.json');
     const m = parseHfConfig(parseJsonText(readFileSync(file, 'utf8'), file), undefined, 'Qwen/Qwen3.5-397B-A17B', 'test');
     const MiB = 2 ** 20;
-    const b = sequenceBytes(m, 'bfloat16', 32768);
-    expect(b.kv / MiB).toBe(960); // 15 x 2 x 2 kv heads x 256 x 2 bytes x 32768
-    expect(b.recurrent).toBe(45 * (64 * 128 * 128 * 4 + 3 * (2 * 16 * 128 + 64 * 128) * 2)); // 183.2 MiB
-    expect(sequenceBytes({ ...m, layerMix: undefined }, 'bfloat16', 32768).kv / MiB).toBe(3840);
+    const cache = (spec: ModelSpec) => kvBytesPerToken({ ...testCtx('Qwen/Qwen3-8B'), model: spec, kvDtype: 'bfloat16' }, L(1));
+    expect((cache(m).full * 32768) / MiB).toBe(960); // 15 x 2 x 2 kv heads x 256 x 2 bytes x 32768
+    expect(cache(m).fixed).toBe(45 * (64 * 128 * 128 * 4 + 3 * (2 * 16 * 128 + 64 * 128) * 2)); // 183.2 MiB
+    expect((cache({ ...m, layerMix: undefined }).full * 32768) / MiB).toBe(3840);
   });
 });
