@@ -299,3 +299,21 @@ export function mergePatch(target: unknown, patch: unknown): unknown {
   }
   return base;
 }
+
+/** The request's name, labels and annotations on the generated DGD (before the planner, whose ConfigMap takes the name). */
+export function namedDgd(docs: Record<string, unknown>[], req: DgdrRequest): Record<string, unknown>[] {
+  return docs.map((d) => {
+    if (d.kind !== 'DynamoGraphDeployment') return d;
+    const meta: Record<string, unknown> = { ...(d.metadata as Record<string, unknown>), name: req.dgdName };
+    if (req.dgdLabels) meta.labels = { ...(meta.labels as Record<string, string> | undefined), ...req.dgdLabels };
+    if (req.dgdAnnotations) meta.annotations = { ...(meta.annotations as Record<string, string> | undefined), ...req.dgdAnnotations };
+    return { ...d, metadata: meta };
+  });
+}
+
+/** overrides.dgd (v1beta1) merged over the finished DGD. */
+export function patchedDgd(docs: Record<string, unknown>[], req: DgdrRequest): Record<string, unknown>[] {
+  const patch = req.dgdPatch;
+  if (!patch) return docs;
+  return docs.map((d) => (d.kind === 'DynamoGraphDeployment' ? (mergePatch(d, patch) as Record<string, unknown>) : d));
+}
