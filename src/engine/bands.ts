@@ -18,7 +18,7 @@ const tableSchema = z.object({
   groups: z.record(z.string(), groupSchema),
 });
 /** `tables['*']` serves every kind and mode without a table of its own (`tables['moe agg']`, ...). */
-const fileSchema = z.object({
+export const bandsFileSchema = z.object({
   description: z.string(),
   tables: z.record(z.string(), tableSchema).refine((t) => '*' in t, { message: 'no shared table "*"' }),
 });
@@ -26,7 +26,7 @@ export type ErrorStat = z.infer<typeof statSchema>;
 export type BandFit = z.infer<typeof fitSchema>;
 export type ErrorGroup = z.infer<typeof groupSchema>;
 export type BandTable = z.infer<typeof tableSchema>;
-export type ErrorBandsFile = z.infer<typeof fileSchema>;
+export type ErrorBandsFile = z.infer<typeof bandsFileSchema>;
 /** The measured runs each band of an estimate comes from, in words. */
 export type BandBasis = { ttft: string; tpot: string; throughput: string };
 
@@ -36,12 +36,16 @@ const FALLBACK: ErrorStat = { n: 0, low: -35, high: 35 };
 
 let loaded: ErrorBandsFile | null | undefined;
 
-/** The shipped bands, or null (wide fallback bands) when the file is absent or not in this format. */
+/**
+ * The shipped bands, or null (wide fallback bands) when the file is absent or lacks its shared table. The file is
+ * written by bench:e2e and checked against `bandsFileSchema` by the tests, not on every run (parsing it through the
+ * schema took longer than the rest of loading a plan's context).
+ */
 export function loadBands(): ErrorBandsFile | null {
   if (loaded !== undefined) return loaded;
   const p = dataPath(BANDS_FILE);
-  const parsed = existsSync(p) ? fileSchema.safeParse(JSON.parse(readFileSync(p, 'utf8'))) : undefined;
-  loaded = parsed?.success ? parsed.data : null;
+  const file = existsSync(p) ? (JSON.parse(readFileSync(p, 'utf8')) as Partial<ErrorBandsFile>) : undefined;
+  loaded = file?.tables?.['*']?.fit && file.tables['*'].groups ? (file as ErrorBandsFile) : null;
   return loaded;
 }
 

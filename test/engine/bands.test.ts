@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { band, bandBasisFor, groupKeys, loadBands, statFor, tableFor, type BandTable } from '../../src/engine/bands.js';
+import { readFileSync } from 'node:fs';
+import { band, bandBasisFor, bandsFileSchema, BANDS_FILE, groupKeys, loadBands, statFor, tableFor, type BandTable } from '../../src/engine/bands.js';
+import { dataPath } from '../../src/util/paths.js';
 import { testCtx } from './helpers.js';
 
 const fit = { quantile: 0.1, minRows: 20 };
@@ -13,6 +15,8 @@ const table: BandTable = {
 
 describe('error bands', () => {
   it('the shipped file is in the format the estimates read, with a fit per table and metric', () => {
+    const checked = bandsFileSchema.safeParse(JSON.parse(readFileSync(dataPath(BANDS_FILE), 'utf8')));
+    expect(checked.success ? '' : checked.error.issues[0]?.message).toBe('');
     const shipped = loadBands();
     expect(shipped).not.toBeNull();
     for (const t of Object.values(shipped!.tables)) {
