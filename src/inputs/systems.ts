@@ -1,7 +1,8 @@
 // GPU systems: data/systems/<name>.yaml, validated at load, looked up by name or alias.
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
-import { dataPath } from '../util/paths.js';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { dataPath, projectRoot } from '../util/paths.js';
 import { InputError, UnsupportedError } from '../util/errors.js';
 import { compareVersions, versionDistance, versionKey } from '../util/versions.js';
 import { engineRelease } from './dynamo-runtime.js';
@@ -12,9 +13,11 @@ let cache: SystemSpec[] | undefined;
 /**
  * One data/systems file. The bundled files are validated against `systemSchema` by the tests, not at each start
  * (the schema library would be most of `configure systems`' start-up time); a file that lost its name is still caught.
+ * The YAML parser is loaded only here: with the build's compiled copy current, no run needs it for systems.
  */
 function loadFile(f: string): SystemSpec {
-  const spec = parseYaml(readFileSync(dataPath('systems', f), 'utf8')) as SystemSpec;
+  const { parse } = createRequire(import.meta.url)('yaml') as typeof import('yaml');
+  const spec = parse(readFileSync(dataPath('systems', f), 'utf8')) as SystemSpec;
   if (`${spec?.name}.yaml` !== f) throw new Error(`data/systems/${f}: name "${spec?.name}" does not match the file name`);
   return { ...spec, aliases: spec.aliases ?? [] };
 }
@@ -22,8 +25,49 @@ function loadFile(f: string): SystemSpec {
 /** Systems read one by one before anything needed them all. */
 const single = new Map<string, SystemSpec>();
 
+function sourceFiles(): string[] {
+  return readdirSync(dataPath('systems')).filter((f) => f.endsWith('.yaml')).sort();
+}
+
+const COMPILED = () => join(projectRoot(), 'dist', 'systems.json');
+
+interface CompiledSystems {
+  /** Each source file's size and modification time when compiled: any change and the YAML is read instead. */
+  sources: Record<string, string>;
+  systems: SystemSpec[];
+}
+
+function sourceStamps(): Record<string, string> {
+  const stamps: Record<string, string> = {};
+  for (const f of sourceFiles()) {
+    const st = statSync(dataPath('systems', f));
+    stamps[f] = `${st.size}:${Math.round(st.mtimeMs)}`;
+  }
+  return stamps;
+}
+
+/**
+ * The systems of a compiled copy of data/systems (parsing the YAML was a fifth of a short command's run time),
+ * or undefined when the file is missing or unreadable, or any YAML file changed since it was written.
+ */
+export function readCompiledSystems(file: string): SystemSpec[] | undefined {
+  let compiled: CompiledSystems;
+  try {
+    compiled = JSON.parse(readFileSync(file, 'utf8')) as CompiledSystems;
+  } catch {
+    return undefined;
+  }
+  return JSON.stringify(compiled.sources) === JSON.stringify(sourceStamps()) ? compiled.systems : undefined;
+}
+
+/** Compile data/systems into `file` (the build writes dist/systems.json after tsc). */
+export function writeCompiledSystems(file = COMPILED()): void {
+  const compiled: CompiledSystems = { sources: sourceStamps(), systems: sourceFiles().map(loadFile) };
+  writeFileSync(file, JSON.stringify(compiled));
+}
+
 function loadAll(): SystemSpec[] {
-  if (!cache) cache = readdirSync(dataPath('systems')).filter((f) => f.endsWith('.yaml')).sort().map(loadFile);
+  cache ??= readCompiledSystems(COMPILED()) ?? sourceFiles().map(loadFile);
   return cache;
 }
 
@@ -41,7 +85,7 @@ export function systemNames(): string[] {
 export function loadSystem(name: string): SystemSpec {
   const key = normalizeName(name);
   // A canonical name reads its own file only (start-up time); aliases and unknown names look at them all.
-  if (!cache && /^[a-z0-9_]+$/.test(key) && existsSync(dataPath('systems', `${key}.yaml`))) {
+  if (!cache && !existsSync(COMPILED()) && /^[a-z0-9_]+$/.test(key) && existsSync(dataPath('systems', `${key}.yaml`))) {
     let one = single.get(key);
     if (!one) single.set(key, (one = loadFile(`${key}.yaml`)));
     return structuredClone(one);
