@@ -3,6 +3,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { readCompiled, writeCompiled } from '../util/compiled-data.js';
 import { dataPath } from '../util/paths.js';
 import { DTYPES, type Dtype, type ModelSpec } from './types.js';
 import { layersFromPattern, nemotronBlockLayers, toRuns, type LayerOf } from './layers.js';
@@ -151,8 +152,13 @@ const modelFiles = (): string[] => readdirSync(dataPath('models')).filter((f) =>
 
 /** Load and validate every bundled model (cached). Broken bundled data is an internal error, not user input. */
 export function loadRegistry(): ModelSpec[] {
-  if (!cache) cache = loadFiles(modelFiles());
+  cache ??= readCompiled<ModelSpec[]>('models') ?? loadFiles(modelFiles());
   return cache;
+}
+
+/** Compile data/models into the build's copy (or `file`); returns what it wrote. */
+export function writeCompiledModels(file?: string): ModelSpec[] {
+  return writeCompiled('models', loadFiles(modelFiles()), file);
 }
 
 /** The specs of some of the data/models files (their `extends` resolved within them). */
@@ -233,6 +239,7 @@ const quickHits = new Map<string, ModelSpec | undefined>();
  */
 export function findBundled(name: string): ModelSpec | undefined {
   const k = name.trim().toLowerCase();
+  cache ??= readCompiled<ModelSpec[]>('models');
   if (!cache && k.includes('/')) {
     const quick = findInNamingFiles(k);
     if (quick) return quick;

@@ -1,8 +1,8 @@
 // GPU systems: data/systems/<name>.yaml, validated at load, looked up by name or alias.
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
-import { dataPath, projectRoot } from '../util/paths.js';
+import { compiledPath, readCompiled, writeCompiled } from '../util/compiled-data.js';
+import { dataPath } from '../util/paths.js';
 import { InputError, UnsupportedError } from '../util/errors.js';
 import { compareVersions, versionDistance, versionKey } from '../util/versions.js';
 import { engineRelease } from './dynamo-runtime.js';
@@ -29,45 +29,13 @@ function sourceFiles(): string[] {
   return readdirSync(dataPath('systems')).filter((f) => f.endsWith('.yaml')).sort();
 }
 
-const COMPILED = () => join(projectRoot(), 'dist', 'systems.json');
-
-interface CompiledSystems {
-  /** Each source file's size and modification time when compiled: any change and the YAML is read instead. */
-  sources: Record<string, string>;
-  systems: SystemSpec[];
-}
-
-function sourceStamps(): Record<string, string> {
-  const stamps: Record<string, string> = {};
-  for (const f of sourceFiles()) {
-    const st = statSync(dataPath('systems', f));
-    stamps[f] = `${st.size}:${Math.round(st.mtimeMs)}`;
-  }
-  return stamps;
-}
-
-/**
- * The systems of a compiled copy of data/systems (parsing the YAML was a fifth of a short command's run time),
- * or undefined when the file is missing or unreadable, or any YAML file changed since it was written.
- */
-export function readCompiledSystems(file: string): SystemSpec[] | undefined {
-  let compiled: CompiledSystems;
-  try {
-    compiled = JSON.parse(readFileSync(file, 'utf8')) as CompiledSystems;
-  } catch {
-    return undefined;
-  }
-  return JSON.stringify(compiled.sources) === JSON.stringify(sourceStamps()) ? compiled.systems : undefined;
-}
-
-/** Compile data/systems into `file` (the build writes dist/systems.json after tsc). */
-export function writeCompiledSystems(file = COMPILED()): void {
-  const compiled: CompiledSystems = { sources: sourceStamps(), systems: sourceFiles().map(loadFile) };
-  writeFileSync(file, JSON.stringify(compiled));
+/** Compile data/systems into the build's copy (or `file`); returns what it wrote. */
+export function writeCompiledSystems(file?: string): SystemSpec[] {
+  return writeCompiled('systems', sourceFiles().map(loadFile), file);
 }
 
 function loadAll(): SystemSpec[] {
-  cache ??= readCompiledSystems(COMPILED()) ?? sourceFiles().map(loadFile);
+  cache ??= readCompiled<SystemSpec[]>('systems') ?? sourceFiles().map(loadFile);
   return cache;
 }
 
@@ -85,7 +53,7 @@ export function systemNames(): string[] {
 export function loadSystem(name: string): SystemSpec {
   const key = normalizeName(name);
   // A canonical name reads its own file only (start-up time); aliases and unknown names look at them all.
-  if (!cache && !existsSync(COMPILED()) && /^[a-z0-9_]+$/.test(key) && existsSync(dataPath('systems', `${key}.yaml`))) {
+  if (!cache && !existsSync(compiledPath('systems')) && /^[a-z0-9_]+$/.test(key) && existsSync(dataPath('systems', `${key}.yaml`))) {
     let one = single.get(key);
     if (!one) single.set(key, (one = loadFile(`${key}.yaml`)));
     return structuredClone(one);
