@@ -179,11 +179,15 @@ export function estimateAgg(
   return est;
 }
 
-/** Disaggregated serving of one xPyD unit (prefill.workers x prefill layout + decode.workers x decode layout). */
+/**
+ * Disaggregated serving: `replicas` identical xPyD units (prefill.workers x prefill layout + decode.workers x
+ * decode layout), `concurrency` clients in total (default decode batch x decode workers x replicas). Metrics
+ * cover all units.
+ */
 export function estimateDisagg(
   ctx: EngineContext,
   config: DisaggConfig,
-  opts: { concurrency?: number; breakdown?: boolean } = {},
+  opts: { concurrency?: number; replicas?: number; breakdown?: boolean } = {},
 ): DisaggEstimate | Refusal {
   assertPriced(ctx);
   const rule = disaggRule(ctx, config);
@@ -191,16 +195,18 @@ export function estimateDisagg(
   const mem = disaggMemory(ctx, config);
   if (isRefusal(mem.prefill)) return { ...mem.prefill, reason: `prefill: ${mem.prefill.reason}` };
   if (isRefusal(mem.decode)) return { ...mem.decode, reason: `decode: ${mem.decode.reason}` };
-  const concurrency = Math.max(1, opts.concurrency ?? config.decode.batchSize * config.decode.workers);
+  const replicas = Math.max(1, opts.replicas ?? 1);
+  const concurrency = Math.max(1, opts.concurrency ?? config.decode.batchSize * config.decode.workers * replicas);
   const memory = { prefill: mem.prefill, decode: mem.decode };
-  const p = disaggPoint(ctx, config, concurrency, memory);
+  const p = disaggPoint(ctx, config, concurrency / replicas, memory);
   if (!Number.isFinite(p.ttftMs) || !Number.isFinite(p.tpotMs)) return engineRefusal(notPriced(ctx));
-  const gpus = gpusOfPool(config.prefill) * config.prefill.workers + gpusOfPool(config.decode) * config.decode.workers;
-  const metrics = servingMetrics(ctx, p, p.requestsPerS, concurrency, gpus);
+  const gpus = (gpusOfPool(config.prefill) * config.prefill.workers + gpusOfPool(config.decode) * config.decode.workers) * replicas;
+  const metrics = servingMetrics(ctx, p, p.requestsPerS * replicas, concurrency, gpus);
   const est: DisaggEstimate = {
     refused: false,
     mode: 'disagg',
     config,
+    replicas,
     metrics,
     bands: bandsFor(ctx, 'disagg', metrics),
     memory,

@@ -179,6 +179,8 @@ export interface DisaggEstimate {
   refused: false;
   mode: 'disagg';
   config: DisaggConfig;
+  /** Identical xPyD units the metrics cover. */
+  replicas: number;
   metrics: ServingMetrics;
   bands: MetricBands;
   memory: { prefill: MemoryPicture; decode: MemoryPicture };

@@ -1,5 +1,8 @@
 // best_config_topn.csv and pareto.csv. Column names follow aiconfigurator where the meaning is the same
-// (per-replica concurrency, request_rate and num_total_gpus), then ours: totals, error bands, memory.
+// (per-replica request_rate, seq/s, tokens/s and num_total_gpus), then ours: totals, error bands, memory.
+// `concurrency` and `bs` mean what they mean everywhere else in inferplan (and in `estimate --concurrency /
+// --batch-size`): clients over the whole deployment, sequences per worker over all its attention-DP ranks;
+// the per-replica and per-rank values are the columns named so.
 import { stringify } from 'csv-stringify/sync';
 import { speculationSuffix } from '../engine/speculation.js';
 import type { AggEstimate, DisaggEstimate, EngineContext, MemoryPicture } from '../engine/types.js';
@@ -8,11 +11,12 @@ import { round } from '../util/format.js';
 import { csvSafeRecord } from '../util/text.js';
 import { derivePlan } from './plan.js';
 import { layoutName } from '../search/candidates.js';
+import { budgetScale } from '../search/json.js';
 
 const GIB = 1024 ** 3;
 
 export const AGG_COLUMNS = [
-  'model', 'isl', 'osl', 'prefix', 'concurrency', 'request_rate', 'bs', 'global_bs',
+  'model', 'isl', 'osl', 'prefix', 'concurrency', 'concurrency/replica', 'request_rate', 'bs', 'bs/dp_rank',
   'ttft', 'tpot', 'request_latency', 'seq/s', 'seq/s/gpu', 'tokens/s', 'tokens/s/gpu', 'tokens/s/user',
   'num_total_gpus', 'tp', 'pp', 'dp', 'moe_tp', 'moe_ep', 'parallel', 'gemm', 'kvcache', 'moe', 'memory',
   'backend', 'version', 'system', 'max_num_tokens', 'replicas', 'gpus/replica', 'total_gpus',
@@ -24,8 +28,8 @@ export const AGG_COLUMNS = [
 const POOL_KEYS = ['tp', 'pp', 'dp', 'moe_tp', 'moe_ep', 'parallel', 'max_num_tokens', 'memory', 'mem_per_gpu_gib', 'kv_tokens', 'system'] as const;
 
 export const DISAGG_COLUMNS = [
-  'model', 'isl', 'osl', 'prefix', 'concurrency', 'request_rate',
-  '(p)bs', '(p)global_bs', '(p)workers', '(d)bs', '(d)global_bs', '(d)workers',
+  'model', 'isl', 'osl', 'prefix', 'concurrency', 'concurrency/replica', 'request_rate',
+  '(p)bs', '(p)bs/dp_rank', '(p)workers', '(d)bs', '(d)bs/dp_rank', '(d)workers',
   'ttft', 'tpot', 'request_latency', 'seq/s', 'seq/s/gpu', 'tokens/s', 'tokens/s/gpu', 'tokens/s/user',
   'num_total_gpus',
   ...POOL_KEYS.map((k) => `(p)${k}`),
@@ -61,6 +65,21 @@ function bandCells(c: RankedCandidate): Row {
   };
 }
 
+/**
+ * Load and throughput columns: the estimate covers all agg replicas but one disagg unit, so both are first
+ * scaled to the whole deployment, then split per replica where aiconfigurator's columns are per replica.
+ */
+function loadCells(c: RankedCandidate, replicas: number): Row {
+  const m = c.estimate.metrics;
+  const scale = budgetScale(c);
+  const concurrency = Math.round(m.concurrency * scale);
+  return {
+    concurrency, 'concurrency/replica': round(concurrency / replicas), request_rate: round((m.requestsPerS * scale) / replicas),
+    'seq/s': round((m.requestsPerS * scale) / replicas), 'seq/s/gpu': round(m.requestsPerS / m.gpus),
+    'tokens/s': round((m.outputTokPerS * scale) / replicas), 'tokens/s/gpu': round(m.tokPerSPerGpu), 'tokens/s/user': round(m.tokPerSPerUser),
+  };
+}
+
 function aggRow(c: RankedCandidate, inputs: SearchInputs, ctx: EngineContext): Row {
   const e = c.estimate as AggEstimate;
   const m = e.metrics;
@@ -69,12 +88,9 @@ function aggRow(c: RankedCandidate, inputs: SearchInputs, ctx: EngineContext): R
   const moe = ctx.model.moe !== undefined;
   return {
     model: inputs.model, isl: inputs.workload.isl, osl: inputs.workload.osl, prefix: inputs.workload.prefix,
-    concurrency: round(m.concurrency / replicas), request_rate: round(m.requestsPerS / replicas),
-    // As in aiconfigurator: bs per attention-DP rank, global_bs per worker (all its ranks).
-    bs: round(e.config.batchSize / e.config.dp), global_bs: e.config.batchSize,
+    ...loadCells(c, replicas),
+    bs: e.config.batchSize, 'bs/dp_rank': round(e.config.batchSize / e.config.dp),
     ttft: round(m.ttftMs), tpot: round(m.tpotMs), request_latency: round(m.requestLatencyMs),
-    'seq/s': round(m.requestsPerS / replicas), 'seq/s/gpu': round(m.requestsPerS / m.gpus),
-    'tokens/s': round(m.outputTokPerS / replicas), 'tokens/s/gpu': round(m.tokPerSPerGpu), 'tokens/s/user': round(m.tokPerSPerUser),
     num_total_gpus: g, tp: e.config.tp, pp: e.config.pp, dp: e.config.dp, moe_tp: e.config.moeTp, moe_ep: e.config.moeEp,
     parallel: (c.parallel || layoutName(e.config, moe)) + speculationSuffix(e.speculation),
     gemm: ctx.gemmDtype, kvcache: ctx.kvDtype, moe: moe ? ctx.moeDtype : '',
@@ -107,12 +123,10 @@ function disaggRow(c: RankedCandidate, inputs: SearchInputs, ctx: EngineContext)
   });
   return {
     model: inputs.model, isl: inputs.workload.isl, osl: inputs.workload.osl, prefix: inputs.workload.prefix,
-    concurrency: round(m.concurrency / replicas), request_rate: round(m.requestsPerS / replicas),
-    '(p)bs': round(p.batchSize / p.dp), '(p)global_bs': p.batchSize, '(p)workers': p.workers,
-    '(d)bs': round(d.batchSize / d.dp), '(d)global_bs': d.batchSize, '(d)workers': d.workers,
+    ...loadCells(c, replicas),
+    '(p)bs': p.batchSize, '(p)bs/dp_rank': round(p.batchSize / p.dp), '(p)workers': p.workers,
+    '(d)bs': d.batchSize, '(d)bs/dp_rank': round(d.batchSize / d.dp), '(d)workers': d.workers,
     ttft: round(m.ttftMs), tpot: round(m.tpotMs), request_latency: round(m.requestLatencyMs),
-    'seq/s': round(m.requestsPerS / replicas), 'seq/s/gpu': round(m.requestsPerS / m.gpus),
-    'tokens/s': round(m.outputTokPerS / replicas), 'tokens/s/gpu': round(m.tokPerSPerGpu), 'tokens/s/user': round(m.tokPerSPerUser),
     num_total_gpus: perReplica,
     ...pool('(p)', p, e.memory.prefill, inputs.system),
     ...pool('(d)', d, e.memory.decode, inputs.decodeSystem ?? inputs.system),

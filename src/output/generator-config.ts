@@ -5,6 +5,7 @@ import type { Band } from '../engine/types.js';
 import { InputError } from '../util/errors.js';
 import { derivePlan, type PlanInput, type WorkerGroup } from './plan.js';
 import { benchConcurrencies } from './scripts.js';
+import { budgetScale } from '../search/json.js';
 import { round } from '../util/format.js';
 
 export const PLAN_KIND = 'inferplan-plan';
@@ -56,13 +57,13 @@ export function generatorConfigObject(p: PlanInput): Record<string, unknown> {
     doc.disagg = { prefill: worker(plan.groups[0], true), decode: worker(plan.groups[1], true) };
   }
   doc.predicted = {
-    concurrency: round(m.concurrency),
+    concurrency: plan.concurrency,
     ttft_ms: round(m.ttftMs),
     tpot_ms: round(m.tpotMs),
     request_latency_ms: round(m.requestLatencyMs),
     tokens_per_s_per_gpu: round(m.tokPerSPerGpu),
     tokens_per_s_per_user: round(m.tokPerSPerUser),
-    requests_per_s: round(m.requestsPerS),
+    requests_per_s: round(m.requestsPerS * budgetScale(candidate)),
     bands: {
       ttft_ms: band(b.ttftMs),
       tpot_ms: band(b.tpotMs),
@@ -72,7 +73,7 @@ export function generatorConfigObject(p: PlanInput): Record<string, unknown> {
     },
   };
   doc.calibrated_on = inputs.calibratedOn;
-  doc.bench = { concurrencies: benchConcurrencies(m.concurrency) };
+  doc.bench = { concurrencies: benchConcurrencies(plan.concurrency) };
   return doc;
 }
 

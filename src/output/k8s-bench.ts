@@ -15,10 +15,9 @@ export const FRONTEND_PORT = 8000;
 /** The script the Job runs, every value shell-quoted. */
 export function buildK8sBenchScript(p: PlanInput): string {
   const plan = derivePlan(p);
-  const concurrency = Math.max(1, Math.round(p.candidate.estimate.metrics.concurrency));
   return renderTemplate('k8s-bench.sh.tmpl', {
     deployment: k8sName(plan.modelId, plan.mode),
-    concurrencies: shQuote(String(concurrency)),
+    concurrencies: shQuote(String(plan.concurrency)),
     synthetic_isl: shQuote(String(plan.isl - plan.prefix)),
     osl: shQuote(String(plan.osl)),
     min_tokens: shQuote(`min_tokens:${plan.osl}`),
@@ -61,7 +60,7 @@ export function benchJobDocument(p: PlanInput): Record<string, unknown> {
     metadata: {
       name: `${name}-bench`,
       annotations: {
-        'inferplan/plan': `${plan.mode} ${plan.parallel}; predicted concurrency ${Math.max(1, Math.round(p.candidate.estimate.metrics.concurrency))}, isl ${plan.isl}, osl ${plan.osl}`,
+        'inferplan/plan': `${plan.mode} ${plan.parallel}; predicted concurrency ${plan.concurrency}, isl ${plan.isl}, osl ${plan.osl}`,
       },
     },
     spec: { backoffLimit: 0, template: { metadata: { labels: { 'inferplan/bench': name } }, spec: podSpec } },

@@ -174,9 +174,9 @@ export function benchConcurrencies(predicted: number): number[] {
 /** bench.sh: an AIPerf sweep whose artifacts land in <script dir>/bench/c<concurrency>/. */
 export function buildBenchScript(p: PlanInput): string {
   const plan = derivePlan(p);
-  const conc = benchConcurrencies(p.candidate.estimate.metrics.concurrency);
+  const conc = benchConcurrencies(plan.concurrency);
   return renderTemplate('bench.sh.tmpl', {
-    concurrency: String(Math.round(p.candidate.estimate.metrics.concurrency)),
+    concurrency: String(plan.concurrency),
     model: shQuote(plan.modelId),
     concurrencies: conc.map((c) => shQuote(String(c))).join(' '),
     synthetic_isl: shQuote(String(plan.isl - plan.prefix)),

@@ -14,7 +14,7 @@ import { calibrationText } from './search.js';
  * holds at least this many full (isl + osl) sequences. Fewer would leave a deployment that queues at once.
  */
 export const MIN_SEQUENCES = 16;
-/** The concurrency the prediction is made at never exceeds this (nor the engine's max-num-seqs). */
+/** The batch per replica the prediction is made at never exceeds this (nor the engine's max-num-seqs). */
 export const MAX_GENERATE_BATCH = 256;
 /** Layouts larger than this many GPUs per instance are not tried. */
 export const MAX_INSTANCE_GPUS = 64;
@@ -109,7 +109,7 @@ function floorPow2(n: number): number {
   return v;
 }
 
-/** The concurrency generate predicts at: the largest power of two the KV cache holds, capped. */
+/** The batch per replica generate predicts at: the largest power of two the KV cache holds, capped. */
 export function generateBatch(memory: MemoryPicture, engineMaxBatch?: number): number {
   const cap = Math.min(MAX_GENERATE_BATCH, engineMaxBatch ?? MAX_GENERATE_BATCH);
   return floorPow2(Math.max(1, Math.min(Math.floor(memory.maxSequences), cap)));
@@ -145,7 +145,8 @@ export function generate(engine: GenerateEngine, ctx: EngineContext, req: Genera
   // The KV picture already bounds the batch; halving only guards against an engine that refuses it anyway.
   for (; batch >= 1; batch = Math.floor(batch / 2)) {
     const config: AggConfig = { ...chosen.layout, batchSize: batch, maxNumTokens: chosen.maxNumTokens };
-    const est = engine.estimateAgg(ctx, config, { concurrency: batch, replicas });
+    // Every replica runs its full batch: `batch` clients each.
+    const est = engine.estimateAgg(ctx, config, { concurrency: batch * replicas, replicas });
     if (!isRefusal(est)) {
       estimate = est;
       break;
@@ -189,7 +190,7 @@ export function generate(engine: GenerateEngine, ctx: EngineContext, req: Genera
     verdict: {
       winner: 'agg',
       text:
-        `generate: smallest layout ${candidate.parallel} x${replicas} at concurrency ${batch} per replica (no sweep)` +
+        `generate: smallest layout ${candidate.parallel} x${replicas} batch ${batch} per replica (no sweep)` +
         (broke.length ? `; breaks ${broke.join(', ')}` : '; meets the SLA'),
     },
     elapsedMs: performance.now() - started,

@@ -114,7 +114,7 @@ export function disaggParallelNames(c: RankedCandidate): [string, string] {
 
 /** Replicas of a candidate (agg estimates carry it; disagg units are replicated by the search). */
 export function replicasOf(c: RankedCandidate): number {
-  return c.replicas ?? (c.estimate.mode === 'agg' ? c.estimate.replicas : 1);
+  return c.replicas ?? c.estimate.replicas;
 }
 
 /** Scale from what the estimate covers (one disagg unit, or all agg replicas) to the whole budget. */

@@ -2,7 +2,7 @@
 // SLA. One search prices every replica unit (an agg instance or a disagg xPyD unit) up to a unit budget;
 // each unit that meets the SLA is then replicated until it carries the target.
 import type { Sla } from '../inputs/types.js';
-import type { AggEstimate, EngineContext } from '../engine/types.js';
+import type { EngineContext } from '../engine/types.js';
 import type { Mode, RankedCandidate, SearchRestrict, SearchResult } from './types.js';
 import { isRefusal, type SearchEngine } from './port.js';
 import { runSearchWith } from './search.js';
@@ -59,7 +59,7 @@ function targetValue(t: LoadTarget): number {
 
 function unitOf(c: RankedCandidate): { gpus: number; rate: number; concurrency: number } {
   const e = c.estimate;
-  const copies = e.mode === 'agg' ? Math.max(1, (e as AggEstimate).replicas) : 1;
+  const copies = Math.max(1, e.replicas);
   return { gpus: e.metrics.gpus / copies, rate: e.metrics.requestsPerS / copies, concurrency: e.metrics.concurrency / copies };
 }
 

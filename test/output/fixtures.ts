@@ -110,6 +110,7 @@ export function disaggCandidate(p: { tp: number; workers: number }, d: { tp: num
       prefill: { tp: p.tp, pp: 1, dp: 1, moeTp: p.tp, moeEp: 1, batchSize: 1, maxNumTokens: 4096, workers: p.workers },
       decode: { tp: d.tp, pp: 1, dp: 1, moeTp: d.tp, moeEp: 1, batchSize: d.bs, maxNumTokens: d.bs, workers: d.workers },
     },
+    replicas,
     metrics: m,
     ttftParts: ttftPartsOf(ttft),
     bands: bands(m),

@@ -89,11 +89,13 @@ describe('writeResultsDir', () => {
     }
     expect(Object.keys(agg[0]).at(-1)).toBe('tokens/s/gpu_cluster');
     expect(agg[0].parallel).toBe('tp2pp1');
-    expect(Number(agg[0].concurrency) * Number(agg[0].replicas)).toBe(128);
+    // concurrency and bs mean what `estimate --concurrency / --batch-size` take; per replica / rank are named so.
+    expect(agg[0]).toMatchObject({ concurrency: '128', 'concurrency/replica': '32', replicas: '4', bs: '32', 'bs/dp_rank': '32' });
     expect(Number(agg[0].ttft_low)).toBeLessThan(Number(agg[0].ttft));
     const dis = parseCsv(readFileSync(join(dir, 'disagg/pareto.csv')), { columns: true }) as Record<string, string>[];
     expect(dis).toHaveLength(2);
     for (const c of ['(p)workers', '(p)bs', '(p)tp', '(p)pp', '(p)parallel', '(d)workers', '(d)bs', '(d)parallel', 'kv_transfer_ms']) expect(Object.keys(dis[0])).toContain(c);
+    expect(Number(dis[0].concurrency)).toBe(Number(dis[0]['concurrency/replica']) * Number(dis[0].replicas));
   });
 
   it('reruns byte for byte, including the chart', async () => {

@@ -129,7 +129,7 @@ export function fakeEngine(k: FakeKnobs = DEFAULT_KNOBS): SearchEngine & { calls
         concurrency: c.decode.batchSize * c.decode.workers,
         gpus: unit,
       };
-      return { refused: false, mode: 'disagg', config: c, metrics: m, ttftParts: ttftPartsOf(m.ttftMs), bands: bands(m), memory: { prefill: mp, decode: md }, kvTransferMs: 2 };
+      return { refused: false, mode: 'disagg', config: c, replicas: 1, metrics: m, ttftParts: ttftPartsOf(m.ttftMs), bands: bands(m), memory: { prefill: mp, decode: md }, kvTransferMs: 2 };
     },
     defaultMaxNumTokens: () => 8192,
   };

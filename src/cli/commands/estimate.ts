@@ -42,8 +42,8 @@ export function registerEstimate(program: Command): void {
   cmd
     .option('--prefill-workers <n>', 'disagg: prefill workers (default 1)', positiveInt('--prefill-workers'))
     .option('--decode-workers <n>', 'disagg: decode workers (default 1)', positiveInt('--decode-workers'))
-    .option('--replicas <n>', 'agg: identical replicas (default 1)', positiveInt('--replicas'))
-    .option('--concurrency <n>', 'clients in the closed loop (default: batch size x replicas / decode workers)', positiveInt('--concurrency'))
+    .option('--replicas <n>', 'identical replicas (disagg: xPyD units) the clients spread over (default 1)', positiveInt('--replicas'))
+    .option('--concurrency <n>', 'clients in the closed loop over all replicas, as `default` reports it (default: batch size x replicas; disagg: decode batch x decode workers x replicas)', positiveInt('--concurrency'))
     .option('--decode-system <name>', 'disagg: system of the decode pool when it differs')
     .option('--breakdown', 'print where the mean TTFT goes and the time per op type of a prefill and a decode step')
     .option('--from-csv <file>', 'estimate every row of a CSV in the e2e reference format (a malformed number in a row exits 2)')
@@ -89,6 +89,7 @@ async function single(o: Opts): Promise<number> {
   refuseAutoNextn(inputs.speculation, 'estimate');
   const ctx = await loadEngineContext(inputs, { decodeSystem: o.decodeSystem as string | undefined });
   const conc = o.concurrency as number | undefined;
+  const replicas = o.replicas as number | undefined;
   const breakdown = Boolean(o.breakdown);
   let est;
   if (o.mode === 'disagg') {
@@ -96,11 +97,9 @@ async function single(o: Opts): Promise<number> {
       prefill: poolConfig(o, 'prefill', ctx, inputs.isl),
       decode: poolConfig(o, 'decode', ctx, inputs.isl),
     };
-    est = estimateDisagg(ctx, cfg, { concurrency: conc, breakdown });
+    est = estimateDisagg(ctx, cfg, { concurrency: conc, replicas, breakdown });
   } else {
-    est = estimateAgg(ctx, aggConfig(o, ctx), {
-      concurrency: conc, replicas: o.replicas as number | undefined, breakdown,
-    });
+    est = estimateAgg(ctx, aggConfig(o, ctx), { concurrency: conc, replicas, breakdown });
   }
   const calibration = calibrationText(ctx);
   if (isRefusal(est)) {
@@ -168,7 +167,7 @@ function printEstimate(est: Estimate, title: string, calibration: string, basis:
   } else {
     const p = est.config.prefill;
     const d = est.config.decode;
-    lines.push(`mode disagg: ${p.workers} prefill x (tp ${p.tp} pp ${p.pp} dp ${p.dp}, batch ${p.batchSize}) + ${d.workers} decode x (tp ${d.tp} pp ${d.pp} dp ${d.dp}, batch ${d.batchSize})`);
+    lines.push(`mode disagg: ${p.workers} prefill x (tp ${p.tp} pp ${p.pp} dp ${p.dp}, batch ${p.batchSize}) + ${d.workers} decode x (tp ${d.tp} pp ${d.pp} dp ${d.dp}, batch ${d.batchSize}), replicas ${est.replicas}`);
   }
   if (est.speculation) lines.push(...speculationLines(est.speculation));
   lines.push(`concurrency ${m.concurrency} on ${m.gpus} GPUs   (band: 80% of measured runs left out of its fit fall inside)`);

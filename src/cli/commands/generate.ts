@@ -49,9 +49,9 @@ export function renderGenerate(g: GenerateResult, ctx: EngineContext): string {
   }
   lines.push(
     `deploy: ${c.parallel} x ${g.replicas} replica${g.replicas === 1 ? '' : 's'} on ${g.result.inputs.totalGpus} GPUs ` +
-      `(${c.gpusUsed} used), max-num-seqs ${g.batch}, max-num-batched-tokens ${est.config.maxNumTokens}`,
+      `(${c.gpusUsed} used), batch size ${g.batch}, max-num-tokens ${est.config.maxNumTokens}`,
   );
-  lines.push(`predicted at concurrency ${g.batch} per replica:`);
+  lines.push(`predicted at concurrency ${m.concurrency} (=${g.batch}x${g.replicas}):`);
   lines.push(`  TTFT            ${f0(m.ttftMs)} ms  [${f0(b.ttftMs.low)}-${f0(b.ttftMs.high)}]`);
   lines.push(`  TPOT            ${f1(m.tpotMs)} ms  [${f1(b.tpotMs.low)}-${f1(b.tpotMs.high)}]`);
   lines.push(`  request latency ${f0(m.requestLatencyMs)} ms`);
@@ -111,7 +111,7 @@ export function registerGenerate(program: Command): void {
     `
 Rule: tp grows 1, 2, 4, 8 (one node; 16 on NVL racks), then pipeline stages, until the KV cache holds at least
 ${MIN_SEQUENCES} sequences of isl+osl tokens after weights, activations and the engine's reserve. Metrics are
-predicted at the largest power-of-two concurrency the KV cache holds (at most ${MAX_GENERATE_BATCH}).
+predicted with every replica running the largest power-of-two batch its KV cache holds (at most ${MAX_GENERATE_BATCH}).
 The SLA flags only mark whether this naive layout meets them; use \`configure default\` to search.
 
 Examples:

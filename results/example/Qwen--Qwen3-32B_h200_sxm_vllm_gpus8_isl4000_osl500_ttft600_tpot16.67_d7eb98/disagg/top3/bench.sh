@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# AIPerf sweep around the predicted operating point (concurrency 16).
+# AIPerf sweep around the predicted operating point (concurrency 32).
 # Results land in bench/c<concurrency>/ next to this script, where `configure validate --plan` looks.
 set -euo pipefail
 
@@ -7,7 +7,7 @@ SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 MODEL='Qwen/Qwen3-32B'
 URL="${URL:-http://localhost:8000}"
 REQUESTS_PER_CONCURRENCY="${REQUESTS_PER_CONCURRENCY:-10}"
-CONCURRENCIES=('4' '8' '12' '16' '20' '24')
+CONCURRENCIES=('8' '16' '24' '32' '40' '48')
 
 for c in "${CONCURRENCIES[@]}"; do
   out="$SCRIPT_DIR/bench/c$c"
