@@ -83,9 +83,23 @@ describe('exp: file handling', () => {
     expect(c.experiments[0]).toMatchObject({ mode: 'disagg', model: 'Qwen/Qwen3-32B', system: 'h200_sxm', decode_system: 'b200_sxm', backend: 'vllm', search: { tp: [2, 4] } });
     // aiconfigurator's defaults: trtllm and the `cli default` workload/SLA.
     expect(c.experiments[1]).toMatchObject({ model: 'Qwen/Qwen3-32B', backend: 'trtllm', isl: 4000, osl: 1000, ttft: 2000, tpot: 30, search: { tp: [1, 2], pp: [1] }, weight_dtype: 'fp8' });
-    expect(c.ignored).toEqual(['b.enable_wideep', 'a.config.nextn']);
+    expect(c.experiments[1]).toMatchObject({ nextn: 1 });
+    expect(c.ignored).toEqual(['b.enable_wideep']);
     expect(convertAicExperiments({ experiments: [] }, 'f')).toBeNull();
     expect(convertAicExperiments({ serving_mode: 'agg' }, 'f')).toBeNull();
+  });
+
+  it('takes aiconfigurator\'s nextn and its zero-padded nextn_accept_rates (in config: or flat)', () => {
+    const aic = (x: Record<string, unknown>) => convertAicExperiments({ a: { serving_mode: 'agg', model_path: 'deepseek-ai/DeepSeek-R1', ...x } }, 'f')!;
+    const padded = aic({ config: { nextn: 2, nextn_accept_rates: [0.85, 0.6, 0, 0, 0] } });
+    expect(padded.experiments[0]).toMatchObject({ nextn: 2, nextn_accept_rates: [0.85, 0.6] });
+    expect(padded.ignored).toEqual([]);
+    expect(aic({ nextn_accept_rates: [0.8, 0, 0, 0, 0] }).experiments[0]).toMatchObject({ nextn_accept_rates: [0.8] });
+    const off = aic({ config: { nextn: 0, nextn_accept_rates: [0.85, 0, 0, 0, 0] } }).experiments[0]!;
+    expect(off.nextn).toBe(0);
+    expect(off.nextn_accept_rates).toBeUndefined();
+    // A zero inside the positions that run is passed on, so the schema names it.
+    expect(aic({ config: { nextn: 2, nextn_accept_rates: [0.85, 0] } }).experiments[0]).toMatchObject({ nextn_accept_rates: [0.85, 0] });
   });
 
   it('converts the flat (v0.7+) aiconfigurator format', () => {

@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { autoDescription, depthContexts } from '../../engine/speculation.js';
 import { searchDepths } from '../../search/nextn.js';
+import { speculationSuffix } from '../../engine/speculation.js';
 import { isMap, parseDocument } from 'yaml';
 import type { Command } from 'commander';
 import { log, positiveInt, printJson, runAction } from '../common.js';
@@ -124,7 +125,8 @@ export function rowOf(exp: Experiment, ctx: EngineContext, result: SearchResult)
     ...base,
     status: 'ok',
     bestMode: best.mode,
-    parallel: best.cand.parallel,
+    // The speculative setting the layout was priced with (" +mtp2"), as the default tables show it.
+    parallel: best.cand.parallel + speculationSuffix(best.cand.estimate.speculation),
     gpusUsed: best.cand.gpusUsed,
     tokPerSPerGpu: best.cand.clusterTokPerSPerGpu,
     tokPerSPerUser: m.tokPerSPerUser,
@@ -211,10 +213,23 @@ export const AIC_MODEL_NAMES: Readonly<Record<string, string>> = {
 
 const AIC_WORKERS = ['worker_config', 'prefill_worker_config', 'decode_worker_config'];
 
-/** Search lists from an aiconfigurator `config:` block go to `add` (prefill and decode lists merge there), quant modes to `quant`; the rest is listed as ignored. */
-function aicSearchLists(config: unknown, prefix: string, ignored: string[], add: (key: string, values: unknown[]) => void, quant: QuantCollector): void {
+/** aiconfigurator's speculative-decoding keys (in `config:` or flat), taken as they are named here. */
+const AIC_SPECULATION = ['nextn', 'nextn_accept_rates'];
+
+/**
+ * Search lists from an aiconfigurator `config:` block go to `add` (prefill and decode lists merge there), quant
+ * modes to `quant`, `nextn` / `nextn_accept_rates` to `speculation`; the rest is listed as ignored.
+ */
+function aicSearchLists(
+  config: unknown, prefix: string, ignored: string[], add: (key: string, values: unknown[]) => void, quant: QuantCollector,
+  speculation: Record<string, unknown>,
+): void {
   if (!config || typeof config !== 'object') return;
   for (const [key, w] of Object.entries(config as Record<string, unknown>)) {
+    if (AIC_SPECULATION.includes(key)) {
+      speculation[key] = w;
+      continue;
+    }
     if (!AIC_WORKERS.includes(key) || !w || typeof w !== 'object') {
       ignored.push(`${prefix}.${key}`);
       continue;
@@ -229,6 +244,26 @@ function aicSearchLists(config: unknown, prefix: string, ignored: string[], add:
       add(ours, v);
     }
   }
+}
+
+/**
+ * aiconfigurator pads `nextn_accept_rates` with zeros to five positions (`nextn: 1` with `[0.85, 0, 0, 0, 0]`):
+ * only the first `nextn` are rates of draft positions that run. Values stay as given otherwise, so the
+ * experiment schema reports a bad one by its key.
+ */
+function aicSpeculation(s: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (s.nextn !== undefined && s.nextn !== null) out.nextn = s.nextn;
+  const rates = s.nextn_accept_rates;
+  if (!Array.isArray(rates)) {
+    if (rates !== undefined) out.nextn_accept_rates = rates;
+    return out;
+  }
+  // Without nextn, the trailing zeros are padding.
+  let n = typeof out.nextn === 'number' ? Math.min(out.nextn, rates.length) : rates.length;
+  if (out.nextn === undefined) while (n > 0 && rates[n - 1] === 0) n--;
+  if (n > 0) out.nextn_accept_rates = rates.slice(0, n);
+  return out;
 }
 
 /** aiconfigurator GEMM (and MoE) quant modes and the weight dtype they are here. Modes absent are refused. */
@@ -313,6 +348,7 @@ export function convertAicExperiments(doc: unknown, path: string): { experiments
     const out: Record<string, unknown> = { name };
     const lists: Record<string, Set<number>> = {};
     const quant = new QuantCollector(path);
+    const speculation: Record<string, unknown> = {};
     const addList = (key: string, v: unknown): void => {
       const set = (lists[key] ??= new Set());
       if (Array.isArray(v)) for (const n of v) if (typeof n === 'number') set.add(n);
@@ -339,7 +375,10 @@ export function convertAicExperiments(doc: unknown, path: string): { experiments
           if (v !== null && v !== undefined) out[k] = v;
           break;
         case 'config':
-          aicSearchLists(v, `${name}.config`, ignored, addList, quant);
+          aicSearchLists(v, `${name}.config`, ignored, addList, quant, speculation);
+          break;
+        case 'nextn': case 'nextn_accept_rates':
+          speculation[k] = v;
           break;
         default:
           // `mode: patch|replace` only says how `config` applies to aiconfigurator's defaults.
@@ -349,6 +388,7 @@ export function convertAicExperiments(doc: unknown, path: string): { experiments
     const search = Object.entries(lists).filter(([, set]) => set.size > 0);
     if (search.length) out.search = Object.fromEntries(search.map(([key, set]) => [key, [...set].sort((a, b) => a - b)]));
     quant.apply(out, ignored);
+    Object.assign(out, aicSpeculation(speculation));
     // aiconfigurator's defaults (backend trtllm, workload and SLA of `cli default`) keep their meaning.
     out.backend ??= 'trtllm';
     out.isl ??= DEFAULTS.isl;
