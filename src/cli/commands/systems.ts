@@ -1,7 +1,6 @@
 // `configure systems`: the bundled GPU systems, their key figures, and the engine versions each supports.
 import type { Command } from 'commander';
-import Table from 'cli-table3';
-import { PLAIN_STYLE } from '../../output/table.js';
+import { alignColumns } from '../../util/format.js';
 import { addGlobalOptions, type GlobalOptions, printJson, runAction } from '../common.js';
 import { systemsMarkdown } from '../../inputs/markdown.js';
 import { listSystems } from '../../inputs/systems.js';
@@ -14,28 +13,37 @@ Examples:
   $ configure systems --markdown      # the same table in Markdown
 `;
 
+/** Words in lines of at most `width` characters (a longer word stands alone). */
+function wrapWords(words: string[], width: number): string[] {
+  const lines: string[] = [];
+  for (const w of words) {
+    const last = lines.length - 1;
+    if (last >= 0 && lines[last]!.length + 1 + w.length <= width) lines[last] += ` ${w}`;
+    else lines.push(w);
+  }
+  return lines;
+}
+
+/**
+ * Plain aligned columns, one line per backend (its versions wrapped) and the system's figures on its first line.
+ * A box-drawing table library took two thirds of this command's own run time laying out these cells.
+ */
 export function systemsTable(systems: SystemSpec[]): string {
-  const table = new Table({
-    head: ['system', 'GPU', 'HBM GiB', 'HBM GB/s', 'dense TFLOPS\nbf16/fp8/fp4', 'GPUs/\nnode', 'GB/s per GPU\nscale-up, net', 'backend', 'versions (* = default)'],
-    colWidths: [null, null, null, null, null, null, null, null, 52],
-    wordWrap: true,
-    ...PLAIN_STYLE,
-  });
-  // One row per backend, the system's figures spanning them: cli-table3 spends time quadratic in a cell's
-  // length on each line of a cell of several lines (it was a third of this command's run time).
+  const rows: string[][] = [['system', 'GPU', 'HBM GiB', 'HBM GB/s', 'TFLOPS bf16/fp8/fp4', 'GPUs/node', 'GB/s per GPU (scale-up, net)', 'backend', 'versions (* = default)']];
   for (const s of systems) {
     const t = s.gpu.tflops;
     const flops = [t.bfloat16, t.fp8 ?? '-', t.nvfp4 ?? '-'].join('/');
-    const link = `${s.intraNodeLink} ${s.intraNodeBwGBs}, ${s.interNodeBwGBs}`;
-    const backends = BACKENDS.filter((b) => s.backends[b]);
-    const figures = [s.name, s.gpu.name, s.gpu.memGiB, s.gpu.memBwGBs, flops, s.gpusPerNode, link].map((content) => ({ content, rowSpan: backends.length }));
-    backends.forEach((b, i) => {
+    let figures = [s.name, s.gpu.name, s.gpu.memGiB, s.gpu.memBwGBs, flops, s.gpusPerNode, `${s.intraNodeLink} ${s.intraNodeBwGBs}, ${s.interNodeBwGBs}`].map(String);
+    if (rows.length > 1) rows.push([]);
+    for (const b of BACKENDS.filter((x) => s.backends[x])) {
       const sup = s.backends[b]!;
-      const versions = sup.versions.map((v) => (v === sup.default ? `${v}*` : v)).join(' ');
-      table.push(i === 0 ? [...figures, b, versions] : [b, versions]);
-    });
+      wrapWords(sup.versions.map((v) => (v === sup.default ? `${v}*` : v)), 52).forEach((line, i) => {
+        rows.push([...figures, i === 0 ? b : '', line]);
+        figures = figures.map(() => '');
+      });
+    }
   }
-  return table.toString();
+  return alignColumns(rows, { right: (i) => i >= 2 && i <= 5, rule: true }).join('\n');
 }
 
 export function registerSystems(program: Command): void {
