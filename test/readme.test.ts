@@ -12,6 +12,10 @@ describe('README.md examples', () => {
     expect(normalize('written 2026-12-04 to /tmp/x/out  ', ['/tmp/x'])).toBe('written <date> to ./out');
   });
 
+  it('stays a page for users: under 300 lines (history belongs in docs/)', () => {
+    expect(readFileSync(README, 'utf8').trimEnd().split('\n').length).toBeLessThan(300);
+  });
+
   it('every example is in README.md, and every README example is current', { timeout: 180_000 }, async () => {
     const text = readFileSync(README, 'utf8');
     const rendered = await renderAll(text);
