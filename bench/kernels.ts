@@ -20,6 +20,7 @@ import type { PerfSource, Collective } from '../src/perf/types.js';
 import type { Row } from '../src/perf/tables.js';
 import { commGroupKey, modelAwareMoe, moeKernelRoles, nongatedShapes, tagMoeKernels } from '../src/perf/fit.js';
 import { FLASHINFER_TRTLLM } from '../src/perf/model.js';
+import { isSubTileGemm } from '../src/perf/grid.js';
 import { FAMILY_KINDS, printFamilies, scoreFamilies } from './kernels-families.js';
 
 const args = process.argv.slice(2);
@@ -163,6 +164,8 @@ for (const t of tables) {
       if (commGroupKey(r) === h.group && (r.gpus as number) >= h.fromGpus) r.role = 'host-routed';
     }
   }
+  // GEMMs narrower than one tile in n or k are no serving shape (the fit leaves them out too): reported apart.
+  if (op === 'gemm') for (const r of got.rows) if (isSubTileGemm(r)) r.role = 'sub-tile shape';
   for (const r of got.rows) {
     let p: number;
     try {
@@ -195,11 +198,12 @@ for (const t of tables) {
   }
 }
 /**
- * Ops of the accuracy target; MoE and GEMM rows of kernels serving does not run (or non-gated FFNs) and collectives
- * of a host that routed GPU traffic through system memory are reported, not targeted.
+ * Ops of the accuracy target; MoE and GEMM rows of kernels serving does not run (or non-gated FFNs), GEMM shapes
+ * serving does not run (sub-tile) and collectives of a host that routed GPU traffic through system memory are
+ * reported, not targeted.
  */
 function isTargeted(s: Stat): boolean {
-  return ['gemm', 'context_attention', 'generation_attention', 'allreduce', 'moe'].includes(s.op) && !/ kernel\)$|\(host-routed\)$/.test(s.pool);
+  return ['gemm', 'context_attention', 'generation_attention', 'allreduce', 'moe'].includes(s.op) && !/ kernel\)$|\(host-routed\)$|\(sub-tile shape\)$/.test(s.pool);
 }
 const summary = [...pooled.keys()].sort().map((op) => {
   const a = pooled.get(op)!.sort((x, y) => x - y);

@@ -43,6 +43,11 @@ const FREE_AXES: Partial<Record<OpName, FreeAxis>> = {
  */
 export const GEMM_TILE = 128;
 
+/** A GEMM narrower than one tile in n or k: no serving shape (the fit and the kernel benchmark leave it apart). */
+export function isSubTileGemm(r: Row): boolean {
+  return (r.n as number) < GEMM_TILE || (r.k as number) < GEMM_TILE;
+}
+
 /** Whether a cell's latency carries along `col` as a floor for the next cell (the tables' running maximum). */
 export function carriesAlong(op: OpName, col: string, p: Peaks, r: Row): boolean {
   const free = FREE_AXES[op];
