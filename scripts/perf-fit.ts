@@ -70,7 +70,11 @@ function fitOp(op: ModelOp, peaks: Peaks, rows: Row[]): OpModel {
       return unaligned && (r.m as number) % GEMM_M_ALIGN !== 0 ? y - Math.log(unaligned) : y;
     });
     const routes = op === 'moe' && g.endsWith(`|${LOW_LATENCY}`) ? routesOf(gr) : undefined;
-    groups[g] = { ...fitGroup(def, gr.map((r) => def.features(r)), ys), box, ...(unaligned ? { unalignedM: unaligned } : {}), ...(routes ? { routes } : {}) };
+    const windows = [...new Set(gr.map((r) => Number(r.window ?? 0)).filter((w) => w > 0))].sort((a, b) => a - b);
+    groups[g] = {
+      ...fitGroup(def, gr.map((r) => def.features(r)), ys), box, ...(unaligned ? { unalignedM: unaligned } : {}), ...(routes ? { routes } : {}),
+      ...(windows.length ? { windows } : {}),
+    };
   }
   return { features: def.names, lo: def.lo, hi: def.hi, scale: DEFAULT_FIT.scale, groups };
 }

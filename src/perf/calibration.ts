@@ -510,6 +510,11 @@ export function groupFor(op: ModelOp, m: OpModel, r: Row): GroupModel | undefine
   return best ? m.groups[best] : undefined;
 }
 
+/** Whether a sliding-window attention row's width is one its group measured (GroupModel.windows). */
+export function measuredWindow(op: ModelOp, m: OpModel, r: Row): boolean {
+  return groupFor(op, m, r)?.windows?.includes(r.window as number) ?? false;
+}
+
 /** The row with its table axes clamped into a group's measured box (the row itself when inside or no box). */
 export function clampToBox(op: ModelOp, g: GroupModel, r: Row): Row {
   const box = g.box;

@@ -13,7 +13,7 @@ import { OpTable } from './grid.js';
 import { RooflinePerfSource } from './roofline.js';
 import { acrossNodes, peaksOf, type Peaks } from './sol.js';
 import { TablePerfSource, type ModelProvider } from './source.js';
-import { loadCalibration, modelLatency, resolvedModel, type SystemCalibration } from './calibration.js';
+import { loadCalibration, measuredWindow, modelLatency, resolvedModel, type SystemCalibration } from './calibration.js';
 import { planFor, type SynthesisPlan } from './build.js';
 import type { ModelOp, OpModel } from './model.js';
 import { FamilyPricer, loadFamilyCalibration } from './families.js';
@@ -228,6 +228,9 @@ function modelProvider(system: SystemSpec, backend: Backend, version: string): M
     }
     if (!m) return undefined;
     const model = m;
+    // A sliding window the group never measured: its surfaces would extrapolate (the caller scales full attention).
+    const windowed = (op === 'context_attention' || op === 'generation_attention') && (r.window as number) > 0;
+    if (windowed && !measuredWindow(modelOp, model, r)) return undefined;
     const f = (x: Row, sx: number): number => modelLatency(modelOp, model, x, sx) ?? NaN;
     const s = modelSolOf(OP_SPECS[op], peaks, r);
     // Collectives beyond one NVLink domain follow the tables' alpha-beta rule (acrossNodes).

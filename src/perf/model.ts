@@ -154,6 +154,11 @@ export interface GroupModel {
    * surfaces then price aligned m; see unalignedMFactor).
    */
   unalignedM?: number;
+  /**
+   * Sliding-window attention: the window widths its rows measured. Lookups at another width do not trust the
+   * group (its surfaces know the measured widths only) and price full attention scaled to the window instead.
+   */
+  windows?: number[];
   /** MoE low-latency kernel: the routings it was measured on (see routesOf); lookups outside them take the other kernel. */
   routes?: number[];
   /** MoE: the routing of the group's own rows when the reference measured no balanced routing. */
