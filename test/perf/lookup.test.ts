@@ -93,22 +93,24 @@ describe('perf source (bundled tables)', () => {
     }
   });
 
-  it('an attention window never costs more than full attention; one the tables never measured reads its tokens', async () => {
+  it('a window never measured costs less than full attention (it reads its tokens); a measured one is as measured', async () => {
     const src = await loadPerfSource({ system: h200, backend: 'vllm', version: '0.19.0' });
     const dc = { batch: 64, kvLen: 16000, heads: 8, kvHeads: 2, headDim: 128, kvDtype: 'bfloat16' } as const;
     const open = src.generationAttention({ ...dc, window: 0 });
     // A window wider than the KV is full attention.
     expect(src.generationAttention({ ...dc, window: 20000 })).toBeCloseTo(open, 9);
-    // Llama 4's 8k chunks and Mistral's 4k window: full attention over the window's tokens.
-    for (const w of [4096, 8192]) {
-      expect(src.generationAttention({ ...dc, window: w })).toBeCloseTo(src.generationAttention({ ...dc, kvLen: w, window: 0 }), 9);
-      expect(src.generationAttention({ ...dc, window: w })).toBeLessThan(open);
-    }
+    // Mistral's 4k window, measured by neither the tables nor the calibrated model: full attention over its tokens.
+    expect(src.generationAttention({ ...dc, window: 4096 })).toBeCloseTo(src.generationAttention({ ...dc, kvLen: 4096, window: 0 }), 9);
+    expect(src.generationAttention({ ...dc, window: 4096 })).toBeLessThan(open);
+    // Llama 4's 8k chunks, which the window group these tables take (vLLM 0.24.0's) measured: the model's answer.
+    expect(src.generationAttention({ ...dc, window: 8192 })).not.toBeCloseTo(src.generationAttention({ ...dc, kvLen: 8192, window: 0 }), 4);
     const pf = { batch: 1, seq: 16000, heads: 8, kvHeads: 2, headDim: 128, dtype: 'bfloat16', kvDtype: 'bfloat16' } as const;
     const full = src.contextAttention({ ...pf, window: 0 });
     expect(src.contextAttention({ ...pf, window: 16000 })).toBeCloseTo(full, 9);
-    expect(src.contextAttention({ ...pf, window: 8192 })).toBeLessThan(full);
-    expect(src.contextAttention({ ...pf, window: 4096 })).toBeLessThan(src.contextAttention({ ...pf, window: 8192 }));
+    expect(src.contextAttention({ ...pf, window: 4096 })).toBeLessThan(full);
+    expect(src.contextAttention({ ...pf, window: 2048 })).toBeLessThan(src.contextAttention({ ...pf, window: 4096 }));
+    // vLLM's measured 8k-window prefill kernel runs slower than its full attention; the tables say so.
+    expect(src.contextAttention({ ...pf, window: 8192 })).toBeGreaterThan(full);
   });
 
   it('a cached prefix makes prefill cheaper than the full prompt', async () => {
