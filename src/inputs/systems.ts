@@ -1,7 +1,7 @@
 // GPU systems: data/systems/<name>.yaml, validated at load, looked up by name or alias.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { compiledPath, readCompiled, writeCompiled } from '../util/compiled-data.js';
+import { readCompiled, writeCompiled } from '../util/compiled-data.js';
 import { dataPath } from '../util/paths.js';
 import { InputError, UnsupportedError } from '../util/errors.js';
 import { compareVersions, versionDistance, versionKey } from '../util/versions.js';
@@ -53,7 +53,8 @@ export function systemNames(): string[] {
 export function loadSystem(name: string): SystemSpec {
   const key = normalizeName(name);
   // A canonical name reads its own file only (start-up time); aliases and unknown names look at them all.
-  if (!cache && !existsSync(compiledPath('systems')) && /^[a-z0-9_]+$/.test(key) && existsSync(dataPath('systems', `${key}.yaml`))) {
+  cache ??= readCompiled<SystemSpec[]>('systems');
+  if (!cache && /^[a-z0-9_]+$/.test(key) && existsSync(dataPath('systems', `${key}.yaml`))) {
     let one = single.get(key);
     if (!one) single.set(key, (one = loadFile(`${key}.yaml`)));
     return structuredClone(one);

@@ -8,7 +8,7 @@ import { basisLines } from '../engine/bands.js';
 import type { ModeResult, RankedCandidate, SearchResult } from '../search/types.js';
 import type { NoFeasibleDetail } from '../search/explain.js';
 import type { Recommendation, RecommendResult } from '../search/recommend.js';
-import { bestOf, budgetScale, disaggParallelNames, replicasOf } from '../search/json.js';
+import { bestOf, budgetScale, deploymentConcurrency, disaggParallelNames, replicasOf } from '../search/json.js';
 import { gpusOf } from '../search/port.js';
 import { asciiPareto } from './ascii-pareto.js';
 import { num } from '../util/format.js';
@@ -36,7 +36,7 @@ const band = (b: Band): string => `[${num(b.low)} - ${num(b.high)}]`;
 
 function concurrencyText(c: RankedCandidate): string {
   const r = replicasOf(c);
-  const total = Math.round(c.estimate.metrics.concurrency * budgetScale(c));
+  const total = deploymentConcurrency(c);
   return `${total} (=${Math.round(total / r)}x${r})`;
 }
 

@@ -11,7 +11,7 @@ import { round } from '../util/format.js';
 import { csvSafeRecord } from '../util/text.js';
 import { derivePlan } from './plan.js';
 import { layoutName } from '../search/candidates.js';
-import { budgetScale } from '../search/json.js';
+import { budgetScale, deploymentConcurrency } from '../search/json.js';
 
 const GIB = 1024 ** 3;
 
@@ -72,7 +72,7 @@ function bandCells(c: RankedCandidate): Row {
 function loadCells(c: RankedCandidate, replicas: number): Row {
   const m = c.estimate.metrics;
   const scale = budgetScale(c);
-  const concurrency = Math.round(m.concurrency * scale);
+  const concurrency = deploymentConcurrency(c);
   return {
     concurrency, 'concurrency/replica': round(concurrency / replicas), request_rate: round((m.requestsPerS * scale) / replicas),
     'seq/s': round((m.requestsPerS * scale) / replicas), 'seq/s/gpu': round(m.requestsPerS / m.gpus),

@@ -4,7 +4,7 @@ import type { Backend, Dtype, SystemSpec } from '../inputs/types.js';
 import type { AggEstimate, DisaggEstimate, EngineContext, ParallelLayout, Speculation } from '../engine/types.js';
 import type { Mode, RankedCandidate, SearchInputs } from '../search/types.js';
 import { gpusOf } from '../search/port.js';
-import { budgetScale } from '../search/json.js';
+import { deploymentConcurrency } from '../search/json.js';
 import { dgdApiVersion } from '../inputs/dynamo-runtime.js';
 import { parseDynamoVersion, releaseProfile, runtimeImage, type DynamoProfile, type ImageChoice } from './images.js';
 import type { ClusterOptions } from './cluster.js';
@@ -115,7 +115,7 @@ function buildPlan(p: PlanInput): DeployPlan {
     version: inputs.version,
     parallel: candidate.parallel,
     totalGpus: inputs.totalGpus,
-    concurrency: Math.max(1, Math.round(est.metrics.concurrency * budgetScale(candidate))),
+    concurrency: deploymentConcurrency(candidate),
     isl: inputs.workload.isl,
     osl: inputs.workload.osl,
     prefix: inputs.workload.prefix,

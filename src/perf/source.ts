@@ -89,20 +89,27 @@ export class TablePerfSource implements PerfSource {
   }
 
   /**
-   * The window a table can price: the window when the table measured it (its rows cover short sequences too,
-   * run by the engine's windowed kernel), or when the calibrated model measured that width for the row's group
-   * (GroupModel.windows; the lookup then asks the model: engines' windowed kernels differ widely, SGLang's for
-   * head_dim 256 on H100 runs about as slow as full attention, at any length); for another window, 0 when it
-   * covers every token (full attention) and otherwise undefined: priced from full attention, since the fitted
-   * window groups know only the measured widths and extrapolate badly beyond them (gpt-oss's 128 to 4k-8k).
+   * A window the table does not list, priced by the calibrated model where the row's group measured that width
+   * (GroupModel.windows); undefined otherwise. Engines' windowed kernels differ widely (SGLang's for head_dim 256 on
+   * H100 runs about as slow as full attention, at any length), so neither the roofline nor full attention stands in.
    */
-  private windowFor(op: 'context_attention' | 'generation_attention', r: Row, tokens: number): number | undefined {
-    const window = r.window as number;
+  private measuredWindowMs(op: 'context_attention' | 'generation_attention', r: Row): number | undefined {
+    const t = this.table(op);
+    if (!t || !this.model || (r.window as number) <= 0 || this.held(op, t, 'window').has(String(r.window))) return undefined;
+    return this.model(op, r);
+  }
+
+  /**
+   * The window a table can price: the window when the table measured it (its rows cover short sequences too,
+   * run by the engine's windowed kernel); for a window it never measured, 0 when the window covers every token
+   * (full attention) and otherwise undefined: priced from full attention, since the fitted window groups know
+   * only the measured widths and extrapolate badly beyond them (gpt-oss's 128 to 4k-8k; see measuredWindowMs).
+   */
+  private windowFor(op: 'context_attention' | 'generation_attention', window: number, tokens: number): number | undefined {
     if (window <= 0) return 0;
     const t = this.table(op);
     if (!t) return window;
     if (this.held(op, t, 'window').has(String(window))) return window;
-    if (this.model?.(op, r) !== undefined) return window;
     return window >= tokens ? 0 : undefined;
   }
 
@@ -117,7 +124,8 @@ export class TablePerfSource implements PerfSource {
     const prefix = q.prefix ?? 0;
     const full = q.seq + prefix;
     const r: Row = { batch: q.batch, seq: full, heads: q.heads, kv_heads: q.kvHeads, head_dim: q.headDim, dtype: q.dtype, kv_dtype: q.kvDtype, window: q.window };
-    const window = this.windowFor('context_attention', r, full);
+    const measured = this.measuredWindowMs('context_attention', r);
+    const window = measured === undefined ? this.windowFor('context_attention', q.window, full) : q.window;
     if (window === undefined) {
       // Full attention scaled by the roofline to the windowed work (each token attends to at most the window).
       const open = this.contextAttention({ ...q, window: 0 });
@@ -126,7 +134,7 @@ export class TablePerfSource implements PerfSource {
       return Math.max((open * sw) / sf, sw);
     }
     if (window !== q.window) return this.contextAttention({ ...q, window });
-    const v = this.lookup('context_attention', r, 'dtype') ?? this.lookup('context_attention', { ...r, kv_dtype: 'bfloat16' }, 'dtype');
+    const v = measured ?? this.lookup('context_attention', r, 'dtype') ?? this.lookup('context_attention', { ...r, kv_dtype: 'bfloat16' }, 'dtype');
     if (v === undefined) return this.fb().contextAttention(q);
     if (prefix <= 0) return v;
     // Cached prefix: only the new rows of the causal score matrix are computed.
@@ -137,7 +145,9 @@ export class TablePerfSource implements PerfSource {
 
   generationAttention(q: GenerationAttentionQuery): number {
     const r: Row = { batch: q.batch, kv_len: q.kvLen, heads: q.heads, kv_heads: q.kvHeads, head_dim: q.headDim, kv_dtype: q.kvDtype, window: q.window };
-    const window = this.windowFor('generation_attention', r, q.kvLen);
+    const measured = this.measuredWindowMs('generation_attention', r);
+    if (measured !== undefined) return measured;
+    const window = this.windowFor('generation_attention', q.window, q.kvLen);
     // A window neither the table nor the model measured reads the window's tokens: full attention over that many.
     if (window === undefined) return this.generationAttention({ ...q, kvLen: q.window, window: 0 });
     if (window !== q.window) return this.generationAttention({ ...q, window });

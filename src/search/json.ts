@@ -122,11 +122,16 @@ export function budgetScale(c: RankedCandidate): number {
   return c.gpusUsed / Math.max(1, c.estimate.metrics.gpus);
 }
 
+/** Clients over the whole deployment (every replica, one frontend): what `concurrency` means in every output. */
+export function deploymentConcurrency(c: RankedCandidate): number {
+  return Math.max(1, Math.round(c.estimate.metrics.concurrency * budgetScale(c)));
+}
+
 export function candidateJson(c: RankedCandidate, rank?: number): CandidateJson {
   const e = c.estimate;
   const replicas = replicasOf(c);
   const scale = budgetScale(c);
-  const concurrency = Math.round(e.metrics.concurrency * scale);
+  const concurrency = deploymentConcurrency(c);
   const base: CandidateJson = {
     ...(rank !== undefined ? { rank } : {}),
     mode: e.mode,

@@ -13,7 +13,7 @@ interface Compiled<T> {
 }
 
 /** Where the build writes the copy of data/<folder>. */
-export function compiledPath(folder: string): string {
+function compiledPath(folder: string): string {
   return join(projectRoot(), 'dist', `${folder}.json`);
 }
 
