@@ -292,7 +292,7 @@ export function findUnservedGroups(cal: SystemCalibration): ExcludedGroup[] {
     const slowMxfp4 = slowHopperMxfp4(cal, source);
     if (slowMxfp4) out.push({ source, op: 'moe', group: 'mxfp4', ratio: r2(slowMxfp4.ratio), reason: 'unserved kernel' });
     for (const [group, { ratio }] of hostBoundDecodeModules(cal, source)) {
-      out.push({ source, op: 'mla', group, ratio: r2(ratio), reason: 'host-bound module', backend: HOST_BOUND_MODULE_ENGINE });
+      for (const backend of HOST_BOUND_MODULE_SERVERS) out.push({ source, op: 'mla', group, ratio: r2(ratio), reason: 'host-bound module', backend });
     }
   }
   return out;
@@ -319,17 +319,20 @@ export function slowHopperMxfp4(cal: SystemCalibration, source: string): { from:
   return ratio > 1 ? { from, ratio } : undefined;
 }
 
-/** An engine whose measured MLA decode module its own serving runs do not pay in full (see hostBoundDecodeModules). */
+/** The engine whose measured MLA decode module serving does not pay in full (see hostBoundDecodeModules). */
 const HOST_BOUND_MODULE_ENGINE = 'vllm';
+/** Engines priced with that module unless it is left out: vLLM, and SGLang, which measured no module and borrows vLLM's. */
+const HOST_BOUND_MODULE_SERVERS = ['vllm', 'sglang'];
 
 /**
  * Decode groups of vLLM's measured MLA module that another engine on the same GPU measured or composed (TRT-LLM),
  * with the median latency ratio of vLLM's module to that one over the lattice. vLLM's module benchmark is
  * host-bound at decode sizes (67-75 us per call at one head and batch 1 on B200 and GB200, where TRT-LLM's measured
- * module takes 46-50 us on GB200 and its attention kernel alone 13 us on B200), while vLLM serves the module inside
- * CUDA graphs: its Kimi-K2.5 serving runs (B200 nvfp4 and int4, H200 int4, GB200 disagg) match TRT-LLM's module,
- * not its own. vLLM's tables therefore take these groups from TRT-LLM; SGLang, which measured no module and borrows
- * vLLM's, keeps it (its DeepSeek runs match it: B200 agg TPOT bias -7%, -19% with TRT-LLM's module).
+ * module takes 46-50 us on GB200 and its attention kernel alone 13 us on B200), while serving replays the module
+ * inside CUDA graphs: vLLM's Kimi-K2.5 runs (B200 nvfp4 and int4, H200 int4, GB200 disagg) match TRT-LLM's module,
+ * not its own, and so do SGLang's DeepSeek-R1 runs that its source's published configuration says ran without
+ * speculative decoding (docs/engine.md "Speculative decoding"). vLLM's tables and SGLang's, which measured no module
+ * and borrow vLLM's, therefore take these groups from TRT-LLM.
  */
 export function hostBoundDecodeModules(cal: SystemCalibration, source: string): Map<string, { from: string; ratio: number }> {
   const out = new Map<string, { from: string; ratio: number }>();

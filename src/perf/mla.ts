@@ -8,10 +8,8 @@ import { DEEPSEEK_MLA, type Row } from './tables.js';
 /**
  * Engines whose decode modules are composed where they measured none, or none with that KV-cache format: TRT-LLM,
  * checked against its own measured module above. vLLM's decode kernel tables are host-bound (H200 0.14.0: 0.12-0.23 ms per call at any batch up to
- * 256) and its measured module is too (see hostBoundDecodeModules in calibration.ts: vLLM's tables take TRT-LLM's
- * decode module instead). SGLang's Hopper decode-kernel tables grow 9x faster with batch than TRT-LLM's on the same
- * GPU (H200, 16 heads, 8k tokens: 4.0 vs 0.45 ms at batch 256), unchecked against any module of its own; SGLang
- * keeps the measured vLLM module, which its serving runs match.
+ * 256) and its measured module is too (see hostBoundDecodeModules in calibration.ts: vLLM's tables, and SGLang's,
+ * which measured no module and borrow vLLM's, take TRT-LLM's decode module instead).
  */
 export const COMPOSED_MLA_ENGINES = ['trtllm'];
 

@@ -146,7 +146,7 @@ describe("vLLM's MXFP4 expert table on Hopper", () => {
 });
 
 describe("vLLM's host-bound MLA decode module", () => {
-  it("is taken from TRT-LLM's module on the same GPU for vLLM only; SGLang, which borrows vLLM's module, keeps it", async () => {
+  it("is taken from TRT-LLM's module on the same GPU for vLLM and for SGLang, which borrows vLLM's module", async () => {
     const cal = loadCalibration('b200_sxm')!;
     const found = hostBoundDecodeModules(cal, 'vllm/0.19.0');
     expect([...found.keys()]).toContain('generation|nvfp4|fp8');
@@ -162,14 +162,19 @@ describe("vLLM's host-bound MLA decode module", () => {
     expect(hostBoundDecodeModules(cal, 'trtllm/1.2.0rc5').size).toBe(0);
     const g = 'generation|nvfp4|fp8';
     expect(resolvedModel(cal, 'vllm', '0.19.0', 'mla', 'vllm/0.19.0')!.groups[g]).toBe(cal.sources['trtllm/1.3.0rc20']!.mla!.groups[g]);
-    expect(resolvedModel(cal, 'sglang', '0.5.9', 'mla', 'vllm/0.19.0')!.groups[g]).toBe(cal.sources['vllm/0.19.0']!.mla!.groups[g]);
+    expect(resolvedModel(cal, 'sglang', '0.5.9', 'mla', 'vllm/0.19.0')!.groups[g]).toBe(cal.sources['trtllm/1.3.0rc20']!.mla!.groups[g]);
+    // TRT-LLM prices its own module.
+    expect(resolvedModel(cal, 'trtllm', '1.3.0rc20', 'mla', 'trtllm/1.3.0rc20')!.groups[g]).toBe(cal.sources['trtllm/1.3.0rc20']!.mla!.groups[g]);
     // Prefill keeps vLLM's measured module.
     const c = 'context|nvfp4|fp8';
     expect(resolvedModel(cal, 'vllm', '0.19.0', 'mla', 'vllm/0.19.0')!.groups[c]).toBe(cal.sources['vllm/0.19.0']!.mla!.groups[c]);
     const q = { phase: 'generation' as const, batch: 4, seq: 2048, heads: 8, kvLoraRank: 512, qkRopeHeadDim: 64, qkNopeHeadDim: 128, vHeadDim: 128, qLoraRank: 1536, hidden: 7168, dtype: 'nvfp4' as const, kvDtype: 'fp8' as const };
     const vllm = await loadPerfSource({ system: loadSystem('b200_sxm'), backend: 'vllm', version: '0.19.0' });
     const sglang = await loadPerfSource({ system: loadSystem('b200_sxm'), backend: 'sglang', version: '0.5.9' });
-    expect(vllm.mla(q)).toBeLessThan(0.8 * sglang.mla(q));
+    const trtllm = await loadPerfSource({ system: loadSystem('b200_sxm'), backend: 'trtllm', version: '1.3.0rc20' });
+    // Decode: both price TRT-LLM's module (the tables round to 5 significant digits).
+    expect(vllm.mla(q)).toBeCloseTo(sglang.mla(q), 4);
+    expect(sglang.mla(q)).toBeCloseTo(trtllm.mla(q), 4);
     // GB200: TRT-LLM measured its module with a bf16 KV cache only; its FP8-KV decode groups are composed, so vLLM
     // takes those from it too.
     const gb = loadCalibration('gb200_sxm')!;
