@@ -5,7 +5,8 @@
 // signed error of the agg rows by concurrency, what the recorded columns allow (repeated configurations, the
 // disagg rows with and without worker counts, low-load TTFT against the recorded load), the refusal share and
 // reasons, and (with --write-bands) writes data/error-bands.json: aggregate error percentiles per group, never
-// the rows.
+// the rows. Each dev row is priced with the speculative decoding (and, for InferenceX's disagg rows, the
+// deployment) its source ran, as bench/dev-sources.ts knows it.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -13,11 +14,8 @@ import { estimateAgg, isRefusal } from '../src/engine/index.js';
 import { decodeFloorMs } from '../src/engine/memory.js';
 import { BANDS_FILE, band, groupKeys, loadOf, statFor, tableFor, type BandFit, type BandTable, type ErrorBandsFile, type ErrorGroup } from '../src/engine/bands.js';
 import { backendProfile } from '../src/engine/backends.js';
-import { estimateRow, isKnownBuild, parseCsv, rowConcurrency, rowDtypes, workersRecorded, type Row, type RowInputs } from '../src/engine/rows.js';
-import { engineShippedBy } from '../src/inputs/dynamo-runtime.js';
-import { versionKey } from '../src/util/versions.js';
-import type { Backend, ModelSpec } from '../src/inputs/types.js';
-import { RECIPE_MTP_DEPTH } from '../src/engine/speculation.js';
+import { estimateRow, parseCsv, rowConcurrency, rowDtypes, workersRecorded, type Row, type RowInputs } from '../src/engine/rows.js';
+import { releaseOfMeasurement, withSourceKnowledge, type SourceBasis } from './dev-sources.js';
 import { UnsupportedError } from '../src/util/errors.js';
 import { resolveRowInputs } from '../src/cli/context.js';
 import type { EngineContext, Estimate, TtftParts } from '../src/engine/types.js';
@@ -54,50 +52,11 @@ export interface Result {
   gpus?: number;
   /** The speculative decoding the row was priced with ("MTP nextn 3", "no speculation"). */
   speculation?: string;
+  /** Where that (and for InferenceX's disagg rows the deployment) comes from (bench/dev-sources.ts). */
+  speculationBasis?: SourceBasis;
 }
 
 const pct = (pred: number, meas: number) => (100 * (pred - meas)) / meas;
-
-/**
- * A dev row that names no engine release (blank, a nightly tag) but records when it was measured: the benchmark
- * prices it with the release the newest Dynamo release of that date ships (engineShippedBy), not with today's
- * default, which did not exist yet (most such rows date from 2025-10 to 2026-04). Named builds the estimator knows
- * (gpt-oss-dev) keep their name. The estimator itself never reads provenance: a row without a release is priced
- * with the system's default.
- */
-export function releaseOfMeasurement(row: Row): Row {
-  const v = row.backend_version ?? '';
-  if (versionKey(v) || !(['vllm', 'sglang', 'trtllm'] as string[]).includes(row.backend ?? '')) return row;
-  if (isKnownBuild(row.backend as Backend, v)) return row;
-  const date = /measured=(\d{4}-\d{2}-\d{2})/.exec(row.silicon_data_source ?? '')?.[1];
-  return date ? { ...row, backend_version: engineShippedBy(row.backend as Backend, date) } : row;
-}
-
-/** Acceptance of each draft position in the measured agg runs, fitted on them (2.5 tokens per step at depth 3). */
-const AGG_ROW_MTP_ACCEPTANCE = 0.7;
-/** Acceptance of each draft position in the measured disagg runs (DeepSeek-V3 report: 85-90% for the first). */
-const DISAGG_ROW_MTP_ACCEPTANCE = 0.85;
-
-/**
- * The speculative decoding of a dev row, as the benchmark knows each source: the dev rows record none, so a row
- * that states no `nextn` gets one from how its source ran MTP checkpoints. TRT-LLM and SGLang recipe sweeps ran
- * the recipes' depth 3 (agg runs accept fewer drafts on the benchmarks' synthetic prompts: 0.7 per position,
- * fitted on them); SGLang's planner-generated disagg runs use the checkpoint's own depth; TRT-LLM's
- * planner-generated runs (config_id= in the source, or recorded worker counts) and vLLM (which needs an explicit
- * speculative config) ran plain decoding. Priced without MTP, TRT-LLM's planner runs' disagg TPOT MAPE goes
- * 27 -> 23% and agg 28 -> 19%, while SGLang's planner runs match MTP. The estimator never infers this: it reads
- * the columns set here (docs/engine.md "Speculative decoding").
- */
-function withDevSpeculation(row: Row, model: ModelSpec): Row {
-  if ((row.nextn ?? '').trim() !== '') return row;
-  const layers = model.mtpLayers ?? 0;
-  const planner = /config_id=/.test(row.silicon_data_source ?? '') || workersRecorded(row);
-  if (layers <= 0 || row.backend === 'vllm' || (planner && row.backend === 'trtllm')) return row;
-  const agg = row.mode !== 'disagg';
-  const depth = agg || !planner ? Math.max(layers, RECIPE_MTP_DEPTH) : layers;
-  const rate = agg ? AGG_ROW_MTP_ACCEPTANCE : DISAGG_ROW_MTP_ACCEPTANCE;
-  return { ...row, nextn: String(depth), nextn_accept_rates: Array(depth).fill(rate).join(',') };
-}
 
 export async function runDev(rows: Row[], perfData?: string): Promise<Result[]> {
   const out: Result[] = [];
@@ -113,8 +72,10 @@ export async function runDev(rows: Row[], perfData?: string): Promise<Result[]> 
     }
     r.family = inp.model.family;
     r.kind = inp.model.moe ? 'moe' : 'dense';
-    row = withDevSpeculation(recorded, inp.model);
+    const spec = withSourceKnowledge(recorded, inp.model);
+    row = spec.row;
     r.speculation = Number(row.nextn || 0) > 0 ? `MTP nextn ${row.nextn}` : 'no speculation';
+    r.speculationBasis = spec.basis;
     // The system as estimates name it (gb200 -> gb200_sxm): error bands are looked up by that name.
     r.system = inp.system.name;
     let e;
@@ -655,7 +616,9 @@ async function main(): Promise<void> {
   table('dev rows by kind and mode, rows consistent with their recorded configuration', consistent, (r) => `${r.kind} ${r.mode}`);
   table('disagg dev rows by whether they record their deployment (worker counts)', supported.filter((r) => r.mode === 'disagg'),
     (r) => `${r.kind} disagg, ${workersRecorded(recordedRow(r)) ? 'worker counts recorded' : 'worker counts left out'}`);
-  table('dev rows by speculative decoding (rows with and without MTP, as set by withDevSpeculation)', supported, (r) => `${r.kind} ${r.mode}, ${r.speculation ?? 'no speculation'}`);
+  table('dev rows by speculative decoding (rows with and without MTP, as set by withSourceKnowledge)', supported, (r) => `${r.kind} ${r.mode}, ${r.speculation ?? 'no speculation'}`);
+  table('MoE dev rows by where their speculative decoding is known from (bench/dev-sources.ts)', supported.filter((r) => r.kind === 'moe'),
+    (r) => `${r.mode}, ${r.speculationBasis ?? 'assumed'}, ${(r.speculation ?? 'no speculation') === 'no speculation' ? 'no speculation' : 'MTP'}`);
   table('dev rows with and without speculative decoding', supported, (r) => (r.speculation ?? 'no speculation') === 'no speculation' ? 'without speculation' : 'with MTP');
   table('dev rows by system', supported, (r) => r.system);
   table('dev rows by backend and mode', supported, (r) => `${r.backend} ${r.mode}`);

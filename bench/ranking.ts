@@ -13,7 +13,8 @@ import { band, statFor, tableFor, valueAtConfidence, type ErrorBandsFile } from 
 import { parseCsv, type Row } from '../src/engine/rows.js';
 import type { Band } from '../src/engine/types.js';
 import { referencePath } from '../src/util/paths.js';
-import { bandsFile, groupBy, keysOf, planBands, releaseOfMeasurement, runDev, type Result } from './e2e.js';
+import { releaseOfMeasurement } from './dev-sources.js';
+import { bandsFile, groupBy, keysOf, planBands, runDev, type Result } from './e2e.js';
 
 const DEV = referencePath('aic-silicon', 'e2e', 'dev.csv');
 const CONFIDENCES = [0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95];

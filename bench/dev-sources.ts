@@ -1,0 +1,145 @@
+// What the benchmark knows of each dev row's source, and the columns it sets from that knowledge. The dev rows
+// record no speculative decoding, and the disaggregated ones of InferenceX's sweeps record their deployment in
+// part (no worker counts, attention DP folded into tp). For InferenceX's rows the source's own published
+// configuration says both (bench/sources/inferencex.json, written by scripts/inferencex-configs.ts); for the other
+// sources, how they ran MTP checkpoints. The estimator never infers any of it: it prices the columns set here
+// (docs/engine.md "Speculative decoding").
+import { readFileSync } from 'node:fs';
+import { RECIPE_MTP_DEPTH } from '../src/engine/speculation.js';
+import { isKnownBuild, workersRecorded, type Row } from '../src/engine/rows.js';
+import { engineShippedBy } from '../src/inputs/dynamo-runtime.js';
+import type { Backend, ModelSpec } from '../src/inputs/types.js';
+import { versionKey } from '../src/util/versions.js';
+
+interface Pool { workers: number; tp: number; ep: number; dpAttn: boolean }
+interface Common { config: string; image: string; model: string; system: string; backend: string; precision: string; isl: number; osl: number; listed: [string, string] }
+/** One search-space entry of an InferenceX configuration (see scripts/inferencex-configs.ts). */
+interface AggEntry extends Common { tp: number; ep: number; dpAttn: boolean; conc: number[]; concRange: boolean; nextn: number }
+interface DisaggEntry extends Common { conc: number[]; prefill: Pool; decode: Pool; nextn: number | null }
+
+const INFERENCEX = JSON.parse(readFileSync(new URL('./sources/inferencex.json', import.meta.url), 'utf8')) as { agg: AggEntry[]; disagg: DisaggEntry[] };
+
+/** Acceptance of each draft position in the measured agg runs, fitted on the InferenceX runs their configuration says ran MTP. */
+const AGG_ROW_MTP_ACCEPTANCE = 0.8;
+/** Acceptance of each draft position in the measured disagg runs (DeepSeek-V3 report: 85-90% for the first). */
+const DISAGG_ROW_MTP_ACCEPTANCE = 0.85;
+
+/** Where the speculation (and, for InferenceX's disagg rows, the deployment) a row is priced with comes from. */
+export type SourceBasis = 'recorded' | 'source configuration' | 'assumed';
+
+/** The InferenceX run a row names: the model as its results name it, the container image and the clients. */
+function inferencexRun(row: Row): { model: string; image: string; conc: number } | undefined {
+  const src = row.silicon_data_source ?? '';
+  const model = /(?:^|; )model=([^;]+)/.exec(src)?.[1];
+  const image = /(?:^|; )image=([^;]+)/.exec(src)?.[1]?.trim().replace('#', '/');
+  const conc = Number(/silicon_concurrency=(\d+)/.exec(src)?.[1]);
+  return model && image && conc ? { model, image, conc } : undefined;
+}
+
+const sameSweep = (e: Common, row: Row, run: { model: string; image: string }): boolean =>
+  e.model === run.model && e.image === run.image && e.system === row.system && e.backend === row.backend && e.precision === row.precision;
+
+/** Whether an agg entry's sweep ran concurrency `c`: a doubling range from its first to its last, or its list. */
+function runsAt(e: AggEntry, c: number): boolean {
+  if (!e.concRange) return e.conc.includes(c);
+  for (let x = e.conc[0]!; x <= e.conc[1]!; x *= 2) if (x === c) return true;
+  return false;
+}
+
+/**
+ * The draft depth an InferenceX agg row ran (0: none), from the search-space entries of its sweep's configuration
+ * that match what it records (model, image, GPU, engine, precision, lengths, tp, ep, attention DP, concurrency),
+ * else from every entry of that image (a layout or load the configuration versions read do not list, but whose
+ * image the sweep ran with one setting only). Undefined when the row is not from InferenceX or the entries disagree:
+ * the same image, layout and load was swept both with and without MTP (DeepSeek-R1 FP8 on B200 with SGLang 0.5.9
+ * up to 64 clients), and the row does not say which run it is.
+ */
+export function sourceDepth(row: Row): number | undefined {
+  const run = inferencexRun(row);
+  if (row.mode === 'disagg' || !run) return undefined;
+  const dp = Number(row.attention_dp_size || 1) > 1;
+  const sameImage = INFERENCEX.agg.filter((e) => sameSweep(e, row, run));
+  const sameRun = sameImage.filter((e) => e.isl === Number(row.isl) && e.osl === Number(row.osl) && e.tp === Number(row.tp_size) &&
+    e.ep === Number(row.moe_ep_size || 1) && e.dpAttn === dp && runsAt(e, run.conc));
+  const hits = sameRun.length ? sameRun : sameImage;
+  if (!hits.length || !(hits.every((e) => e.nextn > 0) || hits.every((e) => e.nextn === 0))) return undefined;
+  // All MTP: the depth its scripts set for the row's attention (TRT-LLM drafts less with attention DP).
+  const depths = new Set(hits.filter((e) => e.dpAttn === dp || hits.every((h) => h.dpAttn !== dp)).map((e) => e.nextn));
+  return depths.size === 1 ? [...depths][0] : undefined;
+}
+
+/**
+ * The deployment an InferenceX disagg row ran, from the one entry of its sweep's configuration with its lengths,
+ * concurrency and the GPUs per prefill and decode worker it records (its tp columns), else the one listed when the
+ * row was measured; undefined when none or several different ones match. nextn null: MTP whose recipe names no depth.
+ */
+export function sourceDeployment(row: Row): { prefill: Pool; decode: Pool; nextn: number | null } | undefined {
+  const run = inferencexRun(row);
+  if (row.mode !== 'disagg' || !run) return undefined;
+  // Attention DP over one GPU is no deployment: the configuration's placeholder where a recipe file sets it.
+  const placeholder = (p: Pool): boolean => p.dpAttn && p.tp === 1;
+  const hits = INFERENCEX.disagg.filter((e) => sameSweep(e, row, run) && e.isl === Number(row.isl) && e.osl === Number(row.osl) &&
+    e.conc.includes(run.conc) && e.prefill.tp === Number(row.prefill_tp_size) && e.decode.tp === Number(row.decode_tp_size) &&
+    !placeholder(e.prefill) && !placeholder(e.decode));
+  const one = (es: DisaggEntry[]): DisaggEntry | undefined => (new Set(es.map((e) => JSON.stringify([e.prefill, e.decode, e.nextn]))).size === 1 ? es[0] : undefined);
+  // Several deployments at that load over the configuration's history: the ones listed when the row was measured.
+  const day = /measured=(\d{4}-\d{2}-\d{2})/.exec(row.silicon_data_source ?? '')?.[1];
+  return one(hits) ?? (day ? one(hits.filter((e) => e.listed[0] <= day && day <= plusDays(e.listed[1], LISTED_GRACE_DAYS))) : undefined);
+}
+
+/** Days after a configuration version last listed an entry that runs measured then may still have used it. */
+const LISTED_GRACE_DAYS = 14;
+
+function plusDays(day: string, n: number): string {
+  return new Date(Date.parse(`${day}T00:00:00Z`) + n * 86_400_000).toISOString().slice(0, 10);
+}
+
+/** A pool's columns in the row format: attention DP splits the worker's GPUs into ranks of attention tp 1. */
+function poolColumns(side: 'prefill' | 'decode', p: Pool): Row {
+  return {
+    [`${side}_num_workers`]: String(p.workers), [`${side}_tp_size`]: String(p.dpAttn ? 1 : p.tp), [`${side}_attention_dp_size`]: String(p.dpAttn ? p.tp : 1),
+    [`${side}_moe_ep_size`]: String(p.ep), [`${side}_moe_tp_size`]: String(Math.max(1, Math.floor(p.tp / p.ep))),
+  };
+}
+
+/**
+ * A dev row with the columns the benchmark sets from its source, and where they come from. Rows that state
+ * `nextn` keep it. InferenceX's rows take their sweep's configuration: agg rows their speculation (sourceDepth),
+ * disagg rows their deployment and speculation (sourceDeployment). Otherwise agg rows run plain decoding (no source
+ * says otherwise: the SGLang sweeps that InferenceX's configuration describes ran MTP only where named so), and
+ * disagg rows as each source ran MTP checkpoints: TRT-LLM and SGLang recipe sweeps the recipes' depth 3, SGLang's
+ * planner-generated runs the checkpoint's own depth, TRT-LLM's planner-generated runs (config_id= in the source, or
+ * recorded worker counts) and vLLM (which needs an explicit speculative config) plain decoding.
+ */
+export function withSourceKnowledge(row: Row, model: ModelSpec): { row: Row; basis: SourceBasis } {
+  if ((row.nextn ?? '').trim() !== '') return { row, basis: 'recorded' };
+  const layers = model.mtpLayers ?? 0;
+  const agg = row.mode !== 'disagg';
+  const rate = agg ? AGG_ROW_MTP_ACCEPTANCE : DISAGG_ROW_MTP_ACCEPTANCE;
+  const at = (r: Row, depth: number): Row => (depth > 0 && layers > 0 ? { ...r, nextn: String(depth), nextn_accept_rates: Array(depth).fill(rate).join(',') } : r);
+  const depth = sourceDepth(row);
+  if (depth !== undefined) return { row: at(row, depth), basis: 'source configuration' };
+  const deployed = sourceDeployment(row);
+  if (deployed) {
+    const r = { ...row, ...poolColumns('prefill', deployed.prefill), ...poolColumns('decode', deployed.decode) };
+    return { row: at(r, deployed.nextn ?? RECIPE_MTP_DEPTH), basis: 'source configuration' };
+  }
+  const planner = /config_id=/.test(row.silicon_data_source ?? '') || workersRecorded(row);
+  if (layers <= 0 || agg || row.backend === 'vllm' || (planner && row.backend === 'trtllm')) return { row, basis: 'assumed' };
+  return { row: at(row, planner ? layers : Math.max(layers, RECIPE_MTP_DEPTH)), basis: 'assumed' };
+}
+
+/**
+ * A dev row that names no engine release (blank, a nightly tag) but records when it was measured: the benchmark
+ * prices it with the release the newest Dynamo release of that date ships (engineShippedBy), not with today's
+ * default, which did not exist yet (most such rows date from 2025-10 to 2026-04). Named builds the estimator knows
+ * (gpt-oss-dev) keep their name. The estimator itself never reads provenance: a row without a release is priced
+ * with the system's default.
+ */
+export function releaseOfMeasurement(row: Row): Row {
+  const v = row.backend_version ?? '';
+  if (versionKey(v) || !(['vllm', 'sglang', 'trtllm'] as string[]).includes(row.backend ?? '')) return row;
+  if (isKnownBuild(row.backend as Backend, v)) return row;
+  const date = /measured=(\d{4}-\d{2}-\d{2})/.exec(row.silicon_data_source ?? '')?.[1];
+  return date ? { ...row, backend_version: engineShippedBy(row.backend as Backend, date) } : row;
+}

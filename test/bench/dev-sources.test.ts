@@ -1,0 +1,73 @@
+// What the benchmark sets on dev rows from their source (bench/dev-sources.ts): InferenceX's sweeps are priced as
+// that project's published configuration ran them; other rows keep the columns they record.
+import { describe, expect, it } from 'vitest';
+import { sourceDeployment, sourceDepth, withSourceKnowledge } from '../../bench/dev-sources.js';
+import type { Row } from '../../src/engine/rows.js';
+import type { ModelSpec } from '../../src/inputs/types.js';
+
+const mtpModel = { mtpLayers: 1 } as ModelSpec;
+const plainModel = { mtpLayers: 0 } as ModelSpec;
+
+/** An InferenceX agg row of Qwen3.5-397B FP8 on B200 (SGLang 0.5.9), as the dev rows record one. */
+function qwenAgg(image: string, tp: number, ep: number, conc = 16): Row {
+  return {
+    id: 'x', mode: 'agg', backend: 'sglang', backend_version: '0.5.9', model_path: 'Qwen/Qwen3.5-397B-A17B', system: 'b200_sxm', precision: 'fp8',
+    isl: '1024', osl: '1024', batch_size: String(conc), tp_size: String(tp), pp_size: '1', attention_dp_size: '1', moe_tp_size: String(tp / ep), moe_ep_size: String(ep),
+    silicon_data_source: `source_file=2026-03-25.csv; model=Qwen3.5-397B; silicon_concurrency=${conc}; measured=2026-03-24T10:00:00Z; wip=False; image=${image}`,
+  };
+}
+
+describe('InferenceX agg rows', () => {
+  it('take the speculation their sweep configuration ran: the MTP sweep at its script depth, the plain sweep none', () => {
+    expect(sourceDepth(qwenAgg('lmsysorg/sglang:v0.5.9-cu130', 4, 1))).toBe(3);
+    expect(sourceDepth(qwenAgg('lmsysorg/sglang:v0.5.9-cu130-amd64', 8, 1))).toBe(0);
+    const { row, basis } = withSourceKnowledge(qwenAgg('lmsysorg/sglang:v0.5.9-cu130', 4, 1), mtpModel);
+    expect(basis).toBe('source configuration');
+    expect(row.nextn).toBe('3');
+    expect(row.nextn_accept_rates!.split(',')).toHaveLength(3);
+  });
+
+  it('are left alone where the source ran the same image, layout and load with and without MTP', () => {
+    // DeepSeek-R1 FP8 on B200, SGLang 0.5.9: dsr1-fp8-b200-sglang and dsr1-fp8-b200-sglang-mtp share image and tp 8.
+    const r: Row = { ...qwenAgg('lmsysorg/sglang:v0.5.9-cu130', 8, 1), model_path: 'deepseek-ai/DeepSeek-R1' };
+    r.silicon_data_source = r.silicon_data_source!.replace('model=Qwen3.5-397B', 'model=DeepSeek-R1');
+    expect(sourceDepth(r)).toBeUndefined();
+    expect(withSourceKnowledge(r, mtpModel)).toEqual({ row: r, basis: 'assumed' });
+  });
+
+  it('other sources and recorded columns are kept as they are', () => {
+    const other = { ...qwenAgg('x', 4, 1), silicon_data_source: 'db-dump/2026-03-01; config_id=12; silicon_concurrency=16' };
+    expect(withSourceKnowledge(other, mtpModel)).toEqual({ row: other, basis: 'assumed' });
+    const recorded = { ...qwenAgg('lmsysorg/sglang:v0.5.9-cu130', 4, 1), nextn: '1' };
+    expect(withSourceKnowledge(recorded, mtpModel)).toEqual({ row: recorded, basis: 'recorded' });
+    // A model without MTP layers drafts nothing, whatever the sweep ran.
+    expect(withSourceKnowledge(qwenAgg('lmsysorg/sglang:v0.5.9-cu130', 4, 1), plainModel).row.nextn).toBeUndefined();
+  });
+});
+
+describe('InferenceX disagg rows', () => {
+  /** DeepSeek-R1 FP8 on B200 through Dynamo with TRT-LLM at 8 clients, recorded with one worker per pool and no attention DP. */
+  const row: Row = {
+    id: 'y', mode: 'disagg', backend: 'trtllm', backend_version: '', model_path: 'deepseek-ai/DeepSeek-R1', system: 'b200_sxm', precision: 'fp8', isl: '1024', osl: '1024',
+    prefill_tp_size: '8', prefill_pp_size: '1', prefill_attention_dp_size: '1', prefill_moe_tp_size: '1', prefill_moe_ep_size: '8',
+    decode_tp_size: '8', decode_pp_size: '1', decode_attention_dp_size: '1', decode_moe_tp_size: '1', decode_moe_ep_size: '8',
+    silicon_data_source: 'source_file=2026-03-25.csv; model=DeepSeek-R1; silicon_concurrency=8; measured=2026-03-01T00:00:00Z; wip=False; image=nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:0.8.1.post2',
+  };
+
+  it('take the deployment and draft depth of the configuration entry they ran', () => {
+    const d = sourceDeployment(row);
+    expect(d).toBeDefined();
+    const { row: priced, basis } = withSourceKnowledge(row, mtpModel);
+    expect(basis).toBe('source configuration');
+    // Workers and attention DP come from the configuration; each pool keeps its GPUs per worker.
+    expect(Number(priced.decode_num_workers)).toBe(d!.decode.workers);
+    expect(Number(priced.decode_tp_size) * Number(priced.decode_attention_dp_size)).toBe(8);
+    expect(Number(priced.decode_moe_tp_size) * Number(priced.decode_moe_ep_size)).toBe(8);
+    expect(priced.nextn).toBe(String(d!.nextn));
+  });
+
+  it('a load the configuration never ran is left to the rule for its source', () => {
+    const other = { ...row, silicon_data_source: row.silicon_data_source!.replace('silicon_concurrency=8', 'silicon_concurrency=7') };
+    expect(sourceDeployment(other)).toBeUndefined();
+  });
+});
