@@ -11,11 +11,14 @@ import { engineShippedBy } from '../src/inputs/dynamo-runtime.js';
 import type { Backend, ModelSpec } from '../src/inputs/types.js';
 import { versionKey } from '../src/util/versions.js';
 
-interface Pool { workers: number; tp: number; ep: number; dpAttn: boolean }
-interface Common { config: string; image: string; model: string; system: string; backend: string; precision: string; isl: number; osl: number; listed: [string, string] }
-/** One search-space entry of an InferenceX configuration (see scripts/inferencex-configs.ts). */
-interface AggEntry extends Common { tp: number; ep: number; dpAttn: boolean; conc: number[]; concRange: boolean; nextn: number }
-interface DisaggEntry extends Common { conc: number[]; prefill: Pool; decode: Pool; nextn: number | null }
+/** A pool of a disaggregated entry: workers, GPUs per worker (tp), expert parallelism and attention DP. */
+export interface Pool { workers: number; tp: number; ep: number; dpAttn: boolean }
+/** What every InferenceX search-space entry names, and the first and last day a configuration version listed it. */
+export interface Common { config: string; image: string; model: string; system: string; backend: string; precision: string; isl: number; osl: number; listed: [string, string] }
+/** A single-node entry: its layout, loads (a doubling range or a list) and draft depth (0: none). */
+export interface AggEntry extends Common { tp: number; ep: number; dpAttn: boolean; conc: number[]; concRange: boolean; nextn: number }
+/** A disaggregated entry: its loads, pools and draft depth (null: MTP whose recipe names no depth). */
+export interface DisaggEntry extends Common { conc: number[]; prefill: Pool; decode: Pool; nextn: number | null }
 
 const INFERENCEX = JSON.parse(readFileSync(new URL('./sources/inferencex.json', import.meta.url), 'utf8')) as { agg: AggEntry[]; disagg: DisaggEntry[] };
 

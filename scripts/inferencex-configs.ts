@@ -13,6 +13,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
+import type { AggEntry, Common, DisaggEntry, Pool } from '../bench/dev-sources.js';
 
 const args = process.argv.slice(2);
 const argOf = (name: string, fallback?: string): string | undefined => {
@@ -51,21 +52,17 @@ function disaggMtpDepth(spec: string | undefined, settings: string[]): number | 
   return spec === 'mtp' ? null : 0;
 }
 
-interface Pool { workers: number; tp: number; ep: number; dpAttn: boolean }
-interface Common { config: string; image: string; model: string; system: string; backend: string; precision: string; isl: number; osl: number; listed?: [string, string] }
-export interface AggEntry extends Common { tp: number; ep: number; dpAttn: boolean; conc: number[]; concRange: boolean; nextn: number }
-export interface DisaggEntry extends Common { conc: number[]; prefill: Pool; decode: Pool; nextn: number | null }
 
 interface RawPool { 'num-worker'?: number; tp?: number; ep?: number; 'dp-attn'?: boolean; 'additional-settings'?: string[] }
 interface SearchSpace { tp?: number; ep?: number; 'dp-attn'?: boolean; 'conc-start'?: number; 'conc-end'?: number; 'conc-list'?: number[]; 'spec-decoding'?: string; prefill?: RawPool; decode?: RawPool }
 interface Config { image: string; 'model-prefix': string; runner: string; precision: string; framework: string; multinode?: boolean; 'seq-len-configs'?: { isl: number; osl: number; 'search-space': SearchSpace[] }[] }
 
 /** Keep an entry once, with the first and last day a configuration version listed it. */
-function note<T extends Common>(m: Map<string, T>, e: T, day: string): void {
+function note<T extends Common>(m: Map<string, T>, e: Omit<T, 'listed'>, day: string): void {
   const key = JSON.stringify(e);
   const had = m.get(key);
-  if (had) had.listed![1] = day;
-  else m.set(key, { ...e, listed: [day, day] });
+  if (had) had.listed[1] = day;
+  else m.set(key, { ...e, listed: [day, day] } as T);
 }
 
 const pool = (p: RawPool): Pool => ({ workers: p['num-worker'] ?? 1, tp: p.tp ?? 1, ep: p.ep ?? 1, dpAttn: p['dp-attn'] === true });
@@ -87,16 +84,16 @@ for (const [hash, day] of [...commits].reverse()) {
     const backend = BACKENDS[c?.framework];
     if (!model || !system || !backend) continue;
     for (const sl of c['seq-len-configs'] ?? []) {
-      const common: Common = { config, image: c.image.replace('#', '/'), model, system, backend, precision: c.precision, isl: sl.isl, osl: sl.osl };
+      const common: Omit<Common, 'listed'> = { config, image: c.image.replace('#', '/'), model, system, backend, precision: c.precision, isl: sl.isl, osl: sl.osl };
       for (const s of sl['search-space'] ?? []) {
         if (s.prefill && s.decode && s['conc-list']) {
           const settings = [...(s.prefill['additional-settings'] ?? []), ...(s.decode['additional-settings'] ?? [])];
-          const e: DisaggEntry = { ...common, conc: s['conc-list'], prefill: pool(s.prefill), decode: pool(s.decode), nextn: disaggMtpDepth(s['spec-decoding'], settings) };
+          const e: Omit<DisaggEntry, 'listed'> = { ...common, conc: s['conc-list'], prefill: pool(s.prefill), decode: pool(s.decode), nextn: disaggMtpDepth(s['spec-decoding'], settings) };
           note(disagg, e, day!);
         } else if (!c.multinode) {
           const dpAttn = s['dp-attn'] === true;
           const concRange = s['conc-list'] === undefined;
-          const e: AggEntry = {
+          const e: Omit<AggEntry, 'listed'> = {
             ...common, tp: s.tp ?? 1, ep: s.ep ?? 1, dpAttn, conc: concRange ? [s['conc-start']!, s['conc-end']!] : s['conc-list']!, concRange,
             nextn: s['spec-decoding'] === 'mtp' ? aggMtpDepth(c['model-prefix'], backend, dpAttn) : 0,
           };
