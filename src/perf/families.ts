@@ -272,11 +272,10 @@ export function familySource(cal: FamilyCalibration, backend: string, version: s
 
 /**
  * A part's group for a row: its own, else the closest fitted one: most key fields equal (a dtype counting half
- * when it is a substitute of DTYPE_FALLBACK, the earlier substitute first), then the nearest hidden size, then
- * most rows. Returns the group's key with its model.
+ * when it is a substitute of DTYPE_FALLBACK), then the nearest hidden size, then most rows.
  */
-export function familyGroupOf(m: OpModel, group: string): { key: string; g: GroupModel } | undefined {
-  if (m.groups[group]) return { key: group, g: m.groups[group] };
+export function familyGroup(m: OpModel, group: string): GroupModel | undefined {
+  if (m.groups[group]) return m.groups[group];
   const want = group.split('|');
   const hiddenOf = (parts: string[]): number => Number(parts.find((p) => /^h\d+$/.test(p))?.slice(1) ?? 0);
   let best: string | undefined;
@@ -286,21 +285,15 @@ export function familyGroupOf(m: OpModel, group: string): { key: string; g: Grou
     let score = 0;
     for (let i = 0; i < want.length; i++) {
       if (/^h\d+$/.test(want[i]!)) continue;
-      const substitute = (DTYPE_FALLBACK[want[i]!] ?? []).indexOf(have[i]!);
       if (have[i] === want[i]) score += 1;
-      else if (substitute >= 0) score += 0.5 - substitute / 100;
+      else if ((DTYPE_FALLBACK[want[i]!] ?? []).includes(have[i]!)) score += 0.5;
     }
     const hw = hiddenOf(want), hh = hiddenOf(have);
     score -= hw && hh ? Math.abs(Math.log2(hw / hh)) / 100 : 0;
     score += m.groups[k]!.rows / 1e9;
     if (score > bestScore) { bestScore = score; best = k; }
   }
-  return best ? { key: best, g: m.groups[best]! } : undefined;
-}
-
-/** The group model of familyGroupOf. */
-export function familyGroup(m: OpModel, group: string): GroupModel | undefined {
-  return familyGroupOf(m, group)?.g;
+  return best ? m.groups[best] : undefined;
 }
 
 /** Constant efficiency and launch overhead (ms) of a part without a fitted model. */
@@ -353,17 +346,13 @@ export class FamilyPricer {
     const def = partFeatures(part);
     // A model fitted on other features (an older calibration file) is not used.
     const usable = fitted && fitted.m.features.length === def.names.length && fitted.m.features.every((f, i) => f === def.names[i]);
-    const hit = usable ? familyGroupOf(fitted.m, def.group(r)) : undefined;
-    if (!hit) {
+    const g = usable ? familyGroup(fitted.m, def.group(r)) : undefined;
+    if (!g) {
       const rl = FAMILY_ROOFLINE[rooflineKey(part)]!;
       return s / rl.eff + rl.fixed;
     }
-    // A format no table timed is priced as the substitute group's format: its correction was fitted on that
-    // format's speed of light (a bf16 module's efficiency on an FP8 speed of light would halve a launch-bound
-    // module's time). Outside a group's lattice the correction of the nearest lattice edge holds (evalCorrection clamps).
-    const dtype = hit.key.split('|')[0]!;
-    const sol = r.dtype !== undefined && dtype !== String(r.dtype) ? partSol(this.peaks, part, { ...r, dtype }) : s;
-    return Math.max(s, sol * Math.exp(evalCorrection(fitted!.m, hit.g, def.features(r))));
+    // Outside a group's lattice the correction of the nearest lattice edge holds (evalCorrection clamps).
+    return Math.max(s, s * Math.exp(evalCorrection(fitted!.m, g, def.features(r))));
   }
 
   linearAttention(q: LinearAttentionQuery): number {

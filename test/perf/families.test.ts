@@ -86,32 +86,6 @@ describe('fitted family models', () => {
   });
 });
 
-describe('a format no table timed', () => {
-  // A launch-bound decode module measured with block-FP8 and bf16 projections, not per-tensor FP8: a row that
-  // names per-tensor FP8 (an fp8 run of a bf16 checkpoint) is priced as the block-FP8 module, the closer format,
-  // even where the bf16 group holds more rows; never as bf16's efficiency on FP8's speed of light.
-  const rows: FamilyRow[] = [];
-  for (const dtype of ['fp8_block', 'bfloat16'] as const)
-    for (const batch of [1, 4, 16, 64])
-      for (const seq of [1024, 4096, 16384])
-        for (const heads of [8, 16]) {
-          const q = dsa({ dtype, batch, seq, heads });
-          const n = dtype === 'bfloat16' ? 3 : 1; // the bf16 group holds more rows
-          for (let i = 0; i < n; i++) rows.push({ part: 'dsa.generation.module', row: q as unknown as Row, latency: 0.1 + 0.001 * batch, kernel: 'k', model: 'm' });
-        }
-  const model = fitPart('dsa.generation.module', peaks, rows)!;
-  const pricer = new FamilyPricer(peaks, 'sglang', '0.5.10', { system: 'h200_sxm', generator: 'test', sources: { 'sglang/0.5.10': { 'dsa.generation.module': model } } });
-
-  it('takes the closest substitute format and prices as that format', () => {
-    const group = (q: SparseAttentionQuery) => partFeatures('dsa.generation.module').group(q as unknown as Row);
-    expect(familyGroup(model, group(dsa({ dtype: 'fp8' })))).toBe(model.groups[group(dsa({ dtype: 'fp8_block' }))]);
-    const fp8 = pricer.part('dsa.generation.module', dsa({ dtype: 'fp8', batch: 4 }) as unknown as Row);
-    const block = pricer.part('dsa.generation.module', dsa({ dtype: 'fp8_block', batch: 4 }) as unknown as Row);
-    expect(fp8 / block).toBeCloseTo(1, 2);
-    expect(fp8).toBeGreaterThan(0.08);
-  });
-});
-
 describe('configure perf query', () => {
   it('answers the family ops, with dimensions defaulted to a representative model', async () => {
     const out = await answerLines([
