@@ -194,7 +194,7 @@ for (const refSystem of systems) {
   const excluded = [...findOutlierGroups(cal), ...findUnservedGroups(cal)];
   if (excluded.length) cal.excluded = excluded;
   for (const e of excluded) {
-    console.error(`${sys.name} ${e.source} ${e.op} ${e.group}: ${e.reason ? `${e.reason} (${e.ratio})` : `${e.ratio}x the system median`}, left out of ${e.backend ? `${e.backend}'s` : 'the'} tables`);
+    console.error(`${sys.name} ${e.source} ${e.op} ${e.group}: ${e.reason ? `${e.reason} (${e.ratio})` : `${e.ratio}x the system median`}, left out of ${e.backends ? `${e.backends.join(' and ')}'s` : 'the'} tables`);
   }
   const text = serializeCalibration(cal);
   writeFileSync(dataPath('calibration', `${sys.name}.json`), text);

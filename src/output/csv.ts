@@ -73,9 +73,10 @@ function loadCells(c: RankedCandidate, replicas: number): Row {
   const m = c.estimate.metrics;
   const scale = budgetScale(c);
   const concurrency = deploymentConcurrency(c);
+  const rate = round((m.requestsPerS * scale) / replicas);
   return {
-    concurrency, 'concurrency/replica': round(concurrency / replicas), request_rate: round((m.requestsPerS * scale) / replicas),
-    'seq/s': round((m.requestsPerS * scale) / replicas), 'seq/s/gpu': round(m.requestsPerS / m.gpus),
+    concurrency, 'concurrency/replica': round(concurrency / replicas), request_rate: rate,
+    'seq/s': rate, 'seq/s/gpu': round(m.requestsPerS / m.gpus),
     'tokens/s': round((m.outputTokPerS * scale) / replicas), 'tokens/s/gpu': round(m.tokPerSPerGpu), 'tokens/s/user': round(m.tokPerSPerUser),
   };
 }

@@ -31,8 +31,8 @@ export interface ExcludedGroup {
   /** Set when the group had no sibling to compare with and is left out because `like`, same kernel, was. */
   like?: string;
   reason?: 'unserved kernel' | 'fallback kernel' | 'query-head-blind kernel' | 'host-bound module';
-  /** Left out of this engine's tables only (other engines that borrow the group keep it). */
-  backend?: string;
+  /** Left out of these engines' tables only (other engines that borrow the group keep it). */
+  backends?: string[];
 }
 
 /** A group key without its first field (e.g. attention "head_dim|kv_dtype|window" -> "kv_dtype|window"). */
@@ -292,7 +292,7 @@ export function findUnservedGroups(cal: SystemCalibration): ExcludedGroup[] {
     const slowMxfp4 = slowHopperMxfp4(cal, source);
     if (slowMxfp4) out.push({ source, op: 'moe', group: 'mxfp4', ratio: r2(slowMxfp4.ratio), reason: 'unserved kernel' });
     for (const [group, { ratio }] of hostBoundDecodeModules(cal, source)) {
-      for (const backend of HOST_BOUND_MODULE_SERVERS) out.push({ source, op: 'mla', group, ratio: r2(ratio), reason: 'host-bound module', backend });
+      out.push({ source, op: 'mla', group, ratio: r2(ratio), reason: 'host-bound module', backends: HOST_BOUND_MODULE_SERVERS });
     }
   }
   return out;
@@ -383,7 +383,7 @@ export function resolvedModel(cal: SystemCalibration, backend: string, version: 
   const base = primary ? cal.sources[primary]?.[op] : undefined;
   let out = base;
   if (base) {
-    const excluded = new Set((cal.excluded ?? []).filter((e) => e.op === op && (!e.backend || e.backend === backend)).map((e) => `${e.source}|${e.group}`));
+    const excluded = new Set((cal.excluded ?? []).filter((e) => e.op === op && (!e.backends || e.backends.includes(backend))).map((e) => `${e.source}|${e.group}`));
     const order = [primary!, ...borrowOrder(cal, backend, version, op).filter((k) => k !== primary)]
       .filter((k) => sameLattice(base, cal.sources[k]![op]!));
     const groups: Record<string, GroupModel> = {};

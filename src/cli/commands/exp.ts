@@ -1,9 +1,8 @@
 // `configure exp --yaml FILE`: run every experiment of a YAML file (agg, disagg or both; heterogeneous
 // prefill/decode systems for disagg), print one row per experiment side by side and the best overall.
 import { readFileSync } from 'node:fs';
-import { autoDescription, depthContexts } from '../../engine/speculation.js';
+import { autoDescription, depthContexts, speculationSuffix } from '../../engine/speculation.js';
 import { searchDepths } from '../../search/nextn.js';
-import { speculationSuffix } from '../../engine/speculation.js';
 import { isMap, parseDocument } from 'yaml';
 import type { Command } from 'commander';
 import { log, positiveInt, printJson, runAction } from '../common.js';
