@@ -272,10 +272,11 @@ export function familySource(cal: FamilyCalibration, backend: string, version: s
 
 /**
  * A part's group for a row: its own, else the closest fitted one: most key fields equal (a dtype counting half
- * when it is a substitute of DTYPE_FALLBACK), then the nearest hidden size, then most rows.
+ * when it is a substitute of DTYPE_FALLBACK), then the nearest hidden size, then most rows. Returns the group's
+ * key with its model.
  */
-export function familyGroup(m: OpModel, group: string): GroupModel | undefined {
-  if (m.groups[group]) return m.groups[group];
+export function familyGroupOf(m: OpModel, group: string): { key: string; g: GroupModel } | undefined {
+  if (m.groups[group]) return { key: group, g: m.groups[group] };
   const want = group.split('|');
   const hiddenOf = (parts: string[]): number => Number(parts.find((p) => /^h\d+$/.test(p))?.slice(1) ?? 0);
   let best: string | undefined;
@@ -293,7 +294,12 @@ export function familyGroup(m: OpModel, group: string): GroupModel | undefined {
     score += m.groups[k]!.rows / 1e9;
     if (score > bestScore) { bestScore = score; best = k; }
   }
-  return best ? m.groups[best] : undefined;
+  return best ? { key: best, g: m.groups[best]! } : undefined;
+}
+
+/** The group model of familyGroupOf. */
+export function familyGroup(m: OpModel, group: string): GroupModel | undefined {
+  return familyGroupOf(m, group)?.g;
 }
 
 /** Constant efficiency and launch overhead (ms) of a part without a fitted model. */
@@ -346,13 +352,26 @@ export class FamilyPricer {
     const def = partFeatures(part);
     // A model fitted on other features (an older calibration file) is not used.
     const usable = fitted && fitted.m.features.length === def.names.length && fitted.m.features.every((f, i) => f === def.names[i]);
-    const g = usable ? familyGroup(fitted.m, def.group(r)) : undefined;
-    if (!g) {
+    const hit = usable ? familyGroupOf(fitted.m, def.group(r)) : undefined;
+    if (!hit) {
       const rl = FAMILY_ROOFLINE[rooflineKey(part)]!;
       return s / rl.eff + rl.fixed;
     }
     // Outside a group's lattice the correction of the nearest lattice edge holds (evalCorrection clamps).
-    return Math.max(s, s * Math.exp(evalCorrection(fitted!.m, g, def.features(r))));
+    const timed = (q: Row, sol: number): number => sol * Math.exp(evalCorrection(fitted!.m, hit.g, def.features(q)));
+    const dtype = hit.key.split('|')[0]!;
+    if (r.dtype === undefined || dtype === String(r.dtype)) return Math.max(s, timed(r, s));
+    // A format no table timed, priced from a substitute format's group: what that group spends beyond its speed of
+    // light at the least work (one sequence, one token: launches and fixed costs) does not change with the format;
+    // the rest scales with the speed of light of the format asked for. (Scaling all of it halved a launch-bound
+    // module's time: GLM-5's DSA decode module at per-tensor FP8, priced from bf16's group, at 0.057 ms per layer
+    // at 4 sequences where block FP8 measures 0.116.)
+    const asSub = { ...r, dtype };
+    const least = { ...asSub, batch: 1, seq: 1, prefix: 0 };
+    const leastSol = partSol(this.peaks, part, least);
+    const fixed = Math.max(0, timed(least, leastSol) - leastSol);
+    const subSol = partSol(this.peaks, part, asSub);
+    return Math.max(s, fixed + Math.max(0, timed(asSub, subSol) - fixed) * (s / subSol));
   }
 
   linearAttention(q: LinearAttentionQuery): number {

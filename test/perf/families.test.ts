@@ -86,6 +86,34 @@ describe('fitted family models', () => {
   });
 });
 
+describe('a format no table timed', () => {
+  // A decode module timed with bf16 projections only: a fixed cost of 0.08 ms (launches) plus 1.5x its speed of
+  // light. Per-tensor FP8 is priced from that group: the fixed cost stays, the rest scales with FP8's speed of light.
+  const FIXED = 0.08;
+  const rows: FamilyRow[] = [];
+  for (const batch of [1, 2, 4, 8, 16, 32, 64, 128, 256])
+    for (const seq of [1024, 4096, 16384])
+      for (const heads of [8, 16, 32]) {
+        const row = dsa({ dtype: 'bfloat16', batch, seq, heads }) as unknown as Row;
+        rows.push({ part: 'dsa.generation.module', row, latency: FIXED + 1.5 * partSol(peaks, 'dsa.generation.module', row), kernel: 'k', model: 'm' });
+      }
+  const model = fitPart('dsa.generation.module', peaks, rows)!;
+  const pricer = new FamilyPricer(peaks, 'sglang', '0.5.10', { system: 'h200_sxm', generator: 'test', sources: { 'sglang/0.5.10': { 'dsa.generation.module': model } } });
+  const price = (over: Partial<SparseAttentionQuery>) => pricer.part('dsa.generation.module', dsa(over) as unknown as Row);
+
+  it('keeps the substitute\'s fixed cost and scales the rest with its own speed of light', () => {
+    for (const batch of [4, 64, 256]) {
+      const fp8 = dsa({ dtype: 'fp8', batch }) as unknown as Row;
+      const expected = FIXED + 1.5 * partSol(peaks, 'dsa.generation.module', fp8);
+      expect(price({ dtype: 'fp8', batch }) / expected).toBeGreaterThan(0.85);
+      expect(price({ dtype: 'fp8', batch }) / expected).toBeLessThan(1.15);
+      expect(price({ dtype: 'fp8', batch })).toBeLessThan(price({ dtype: 'bfloat16', batch }));
+    }
+    // Scaling the whole bf16 time by the ratio of the speeds of light would put a launch-bound step below its fixed cost.
+    expect(price({ dtype: 'fp8', batch: 1, seq: 1024 })).toBeGreaterThan(FIXED);
+  });
+});
+
 describe('configure perf query', () => {
   it('answers the family ops, with dimensions defaulted to a representative model', async () => {
     const out = await answerLines([
