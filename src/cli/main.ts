@@ -32,11 +32,11 @@ export async function buildProgram(only?: string): Promise<Command> {
   const program = new Command('configure')
     .description('inferplan: plan LLM serving deployments (vLLM, SGLang, TensorRT-LLM; aggregated and disaggregated) offline')
     .version(pkg.version, '-V, --version')
-    .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
   program.configureOutput({
     writeErr: (s) => process.stderr.write(s),
-    outputError: (s, write) => write(s.startsWith('error:') ? `configure: ${s}` : s),
+    // A usage error is one line (commander puts its "Did you mean" on a second one), with the hint where help is.
+    outputError: (s, write) => write(s.startsWith('error:') ? `configure: ${s.trim().replace(/\s*\n\s*/g, ' ')} (run with --help for usage)\n` : s),
   });
   // `--version` needs no command; help (and an unknown command's message) lists them all.
   const versionOnly = only === '-V' || only === '--version';

@@ -3,6 +3,7 @@
 import { Command, Option } from 'commander';
 import { nonNegativeInt, positiveInt, positiveNumber } from './common.js';
 import { InputError } from '../util/errors.js';
+import { checkOutputDir } from '../util/files.js';
 import { BACKENDS, DTYPES, type Backend, type Dtype, type Sla } from '../inputs/types.js';
 import { parseDynamoVersion } from '../output/images.js';
 import { MAX_NEXTN, parseAcceptRates, type SpeculationRequest } from '../engine/speculation.js';
@@ -101,10 +102,12 @@ export function addSaveOptions(cmd: Command): Command {
     .option('--dynamo-version <v>', DYNAMO_VERSION_HELP, dynamoVersionParser)
     .option('--image <image>', IMAGE_HELP, imageParser('--image'))
     .option('--planner', PLANNER_HELP);
-  // The planner files live in the results directory: asking for them without one is a usage error.
+  // The planner files live in the results directory: asking for them without one is a usage error. A results
+  // directory that cannot be written is reported before the search, not after it.
   cmd.hook('preAction', (c) => {
     const o = c.opts();
     if (o.planner === true && typeof o.saveDir !== 'string') throw new InputError('--planner writes the planner files into the results directory; add --save-dir DIR');
+    if (typeof o.saveDir === 'string') checkOutputDir('--save-dir', o.saveDir);
   });
   return addClusterOptions(cmd);
 }

@@ -65,18 +65,23 @@ class Reader {
     private readonly c: Json,
     private readonly where: string,
   ) {}
-  int(key: string, fallback?: number): number {
+  /** A count of `min` (0) or more: a size or a count that must be positive passes `min` 1. */
+  int(key: string, fallback?: number, min = 0): number {
     const v = this.c[key];
     if (v === undefined || v === null) {
       if (fallback !== undefined) return fallback;
       throw new InputError(`${this.where}: missing field "${key}"`);
     }
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw new InputError(`${this.where}: field "${key}" must be a non-negative integer, got ${JSON.stringify(v)}`);
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) {
+      // (String, not JSON: NaN and Infinity, which a Python-written config may hold, are not null.)
+      const got = typeof v === 'number' ? String(v) : JSON.stringify(v);
+      throw new InputError(`${this.where}: field "${key}" must be a ${min > 0 ? 'positive' : 'non-negative'} integer, got ${got}`);
+    }
     return v;
   }
-  optInt(key: string): number | undefined {
+  optInt(key: string, min = 0): number | undefined {
     const v = this.c[key];
-    return v === undefined || v === null ? undefined : this.int(key);
+    return v === undefined || v === null ? undefined : this.int(key, undefined, min);
   }
   raw(key: string): unknown {
     return this.c[key];
@@ -105,17 +110,22 @@ export function parseHfConfig(config: unknown, quantConfig: unknown, id: string,
 
   // Nemotron-3 Ultra states its depth only as the length of layers_block_type.
   const blockTypes = Array.isArray(text.layers_block_type) ? text.layers_block_type.length : undefined;
-  const numLayers = r.int('num_hidden_layers', blockTypes);
-  const hiddenSize = r.int('hidden_size');
-  const numHeads = r.int('num_attention_heads');
-  const vocabSize = r.int('vocab_size');
-  const headDim = r.optInt('head_dim') ?? Math.floor(hiddenSize / Math.max(1, numHeads));
-  const maxPositionEmbeddings = r.int('max_position_embeddings', r.optInt('seq_length') ?? 4096);
+  // The shape of every layer: a zero here is a broken config, not a smaller model.
+  const numLayers = r.int('num_hidden_layers', blockTypes, 1);
+  const hiddenSize = r.int('hidden_size', undefined, 1);
+  const numHeads = r.int('num_attention_heads', undefined, 1);
+  const vocabSize = r.int('vocab_size', undefined, 1);
+  const headDim = r.optInt('head_dim', 1) ?? Math.floor(hiddenSize / Math.max(1, numHeads));
+  const maxPositionEmbeddings = r.int('max_position_embeddings', r.optInt('seq_length', 1) ?? 4096, 1);
   const tiedEmbeddings = (text.tie_word_embeddings ?? config.tie_word_embeddings) === true;
 
-  let numKvHeads = r.optInt('num_key_value_heads') ?? numHeads;
+  let numKvHeads = r.optInt('num_key_value_heads', 1) ?? numHeads;
+  // Grouped-query attention shares each KV head among a whole number of query heads.
+  if (numHeads % numKvHeads !== 0) {
+    throw new InputError(`${id}: config.json: num_attention_heads (${numHeads}) is not a multiple of num_key_value_heads (${numKvHeads})`);
+  }
   // Hybrid families without a dense MLP (Qwen3.5-MoE, DeepSeek-V4) omit intermediate_size.
-  let intermediateSize = family === 'nemotron' ? 0 : Object.hasOwn(HYBRID, family) ? r.int('intermediate_size', 0) : r.int('intermediate_size');
+  let intermediateSize = family === 'nemotron' ? 0 : Object.hasOwn(HYBRID, family) ? r.int('intermediate_size', 0) : r.int('intermediate_size', undefined, 1);
   let moe: MoeSpec | undefined;
   let mla: MlaSpec | undefined;
   let layerOverrides: LayerOverride[] | undefined;

@@ -1,11 +1,11 @@
 // `configure calibrate`: fit a correction profile (prefill factor, decode factor, per-step overhead) to measured
 // AIPerf runs of one deployment, report the error before and after, and write the profile as YAML.
-import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { addGlobalOptions, log, printJson, runAction } from '../common.js';
 import { InputError, NoFeasibleError } from '../../util/errors.js';
+import { checkOutputPath, writeFileAtomic } from '../../util/files.js';
 import { escapeControl } from '../../util/text.js';
 import { assessFit, fitCorrection, FIT_PARAMS, type FitAssessment, type FitParam, type FitResult } from '../../validate/fit.js';
 import { validateRuns, type MeasuredStat, type ValidationReport } from '../../validate/compare.js';
@@ -21,13 +21,6 @@ function parseParams(v: string | undefined): FitParam[] | undefined {
     if (!FIT_PARAMS.includes(p as FitParam)) throw new InputError(`--fit "${p}" is not a profile parameter; accepted: ${FIT_PARAMS.join(', ')}`);
   }
   return out as FitParam[];
-}
-
-function writeAtomic(path: string, text: string): void {
-  mkdirSync(dirname(path), { recursive: true });
-  const tmp = `${path}.tmp-${process.pid}`;
-  writeFileSync(tmp, text);
-  renameSync(tmp, path);
 }
 
 export function fitLines(fit: FitResult, check?: FitAssessment): string[] {
@@ -63,7 +56,8 @@ export function registerCalibrate(program: Command): void {
     );
   addTargetOptions(cmd);
   cmd
-    .requiredOption('--out <file>', 'where to write the profile (YAML)')
+    .requiredOption('--out <file>', 'where to write the profile (YAML; its directory must exist)')
+    .option('--force', 'replace an existing --out file')
     .option('--fit <params>', `parameters to fit, comma-separated: ${FIT_PARAMS.join(', ')} (default: all; the overhead is kept only when it helps)`);
   addGlobalOptions(cmd);
   cmd.addHelpText(
@@ -85,6 +79,8 @@ Example:
     runAction(o, async () => {
       const target = resolveTarget(o);
       const params = parseParams(o.fit as string | undefined);
+      // A place the profile cannot go is reported before the fit runs.
+      checkOutputPath('--out', o.out as string, { force: o.force === true });
       const runs = loadRuns(o, target);
       const ctx = await targetContext(target);
       if (ctx.correction) log(`configure: calibrate: --calibration ${ctx.correction.source} ignored; the fit starts from the uncorrected model`);
@@ -126,7 +122,7 @@ Example:
         errorBefore: { ttftMapePct: fit.before.ttftMape, tpotMapePct: fit.before.tpotMape, rmsLogError: fit.before.rmsLogError },
         errorAfter: { ttftMapePct: fit.after.ttftMape, tpotMapePct: fit.after.tpotMape, rmsLogError: fit.after.rmsLogError },
       });
-      writeAtomic(out, yaml);
+      writeFileAtomic('--out', out, yaml, { force: o.force === true });
       const warnings = runWarnings(runs, target);
       if (o.json) {
         printJson({

@@ -7,7 +7,7 @@ import YAML from 'yaml';
 import { gpuCount, log, printJson, runAction } from '../common.js';
 import { addGlobalOptions, DEFAULTS, dynamoVersionParser, DYNAMO_VERSION_HELP } from '../options.js';
 import { loadEngineContext } from '../context.js';
-import { addGridOptions, gridOf } from './planner-profile.js';
+import { addGridOptions, gridOf, MAX_GRID_POINTS } from './planner-profile.js';
 import { searchRequest, systemOfRequest } from '../../search/dgdr.js';
 import { InputError, UnsupportedError } from '../../util/errors.js';
 import { namedDgd, parseDgdr, patchedDgd } from '../../output/planner-dgdr.js';
@@ -46,6 +46,11 @@ Examples:
         throw new InputError(`${file}: cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
       }
       const req = parseDgdr(text, file);
+      // The request's sweep granularities are bounded as --prefill-points / --decode-points (which replace them) are.
+      for (const [key, field] of [['prefillPoints', 'prefillInterpolationGranularity'], ['decodePoints', 'decodeInterpolationGranularity']] as const) {
+        const n = req.grid[key];
+        if (n !== undefined && n > MAX_GRID_POINTS && gridOf(o)[key] === undefined) throw new InputError(`${file}: sweep.${field} ${n} is too large; accepted: 1 to ${MAX_GRID_POINTS}`);
+      }
       for (const n of req.notes) log(`note: ${n}`);
       const system = systemOfRequest(req.system, o.system as string | undefined);
       const totalGpus = (o.totalGpus as number | undefined) ?? req.totalGpus ?? req.gpusPerNode ?? system.gpusPerNode;

@@ -4,7 +4,7 @@ import { progress } from '../../util/progress.js';
 import { checkOutputPath, writeFileAtomic } from '../../util/files.js';
 import { Command, Option } from 'commander';
 import { stringify } from 'csv-stringify/sync';
-import { log, positiveInt, printJson, runAction } from '../common.js';
+import { gpuCount, log, positiveInt, printJson, runAction } from '../common.js';
 import { addGlobalOptions, addModelSystemOptions, addSpeculationOptions, addWorkloadOptions, readCommonInputs, refuseAutoNextn, relaxModelSystem, slaConfidenceParser } from '../options.js';
 import { valueAtConfidence } from '../../engine/bands.js';
 import { loadEngineContext, resolveRowInputs } from '../context.js';
@@ -19,6 +19,11 @@ import { csvSafeRecord, escapeControl } from '../../util/text.js';
 type Opts = Record<string, unknown>;
 
 export const LAYOUT_FLAGS = ['tp', 'pp', 'dp', 'moe-tp', 'moe-ep', 'batch-size', 'max-num-tokens'] as const;
+
+/** A layout flag's parser: the parallel sizes count GPUs (at most one deployment's), the others are counts. */
+export function layoutFlagParser(flag: string) {
+  return /-(batch-size|max-num-tokens)$/.test(flag) ? positiveInt(flag) : gpuCount(flag);
+}
 
 function camel(s: string): string {
   return s.replace(/-([a-z])/g, (_m, c: string) => c.toUpperCase());
@@ -35,19 +40,20 @@ export function registerEstimate(program: Command): void {
   addSpeculationOptions(cmd);
   cmd.addOption(new Option('--mode <mode>', 'agg or disagg').choices(['agg', 'disagg']).default('agg'));
   for (const f of LAYOUT_FLAGS) {
-    cmd.option(`--${f} <n>`, `agg: ${f.replace(/-/g, ' ')}`, positiveInt(`--${f}`));
-    cmd.option(`--prefill-${f} <n>`, `disagg prefill pool: ${f.replace(/-/g, ' ')}`, positiveInt(`--prefill-${f}`));
-    cmd.option(`--decode-${f} <n>`, `disagg decode pool: ${f.replace(/-/g, ' ')}`, positiveInt(`--decode-${f}`));
+    cmd.option(`--${f} <n>`, `agg: ${f.replace(/-/g, ' ')}`, layoutFlagParser(`--${f}`));
+    cmd.option(`--prefill-${f} <n>`, `disagg prefill pool: ${f.replace(/-/g, ' ')}`, layoutFlagParser(`--prefill-${f}`));
+    cmd.option(`--decode-${f} <n>`, `disagg decode pool: ${f.replace(/-/g, ' ')}`, layoutFlagParser(`--decode-${f}`));
   }
   cmd
-    .option('--prefill-workers <n>', 'disagg: prefill workers (default 1)', positiveInt('--prefill-workers'))
-    .option('--decode-workers <n>', 'disagg: decode workers (default 1)', positiveInt('--decode-workers'))
-    .option('--replicas <n>', 'identical replicas (disagg: xPyD units) the clients spread over (default 1)', positiveInt('--replicas'))
+    .option('--prefill-workers <n>', 'disagg: prefill workers (default 1)', gpuCount('--prefill-workers'))
+    .option('--decode-workers <n>', 'disagg: decode workers (default 1)', gpuCount('--decode-workers'))
+    .option('--replicas <n>', 'identical replicas (disagg: xPyD units) the clients spread over (default 1)', gpuCount('--replicas'))
     .option('--concurrency <n>', 'clients in the closed loop over all replicas, as `default` reports it (default: batch size x replicas; disagg: decode batch x decode workers x replicas)', positiveInt('--concurrency'))
     .option('--decode-system <name>', 'disagg: system of the decode pool when it differs')
     .option('--breakdown', 'print where the mean TTFT goes and the time per op type of a prefill and a decode step')
     .option('--from-csv <file>', 'estimate every row of a CSV in the e2e reference format (a malformed number in a row exits 2)')
     .option('--out <file>', 'with --from-csv: write the rows with predictions here (default: stdout)')
+    .option('--force', 'with --out: replace an existing file')
     .option('--sla-confidence <p>', 'also report TTFT and TPOT at this quantile of their error bands (CSV: ttft_ms_at_confidence, tpot_ms_at_confidence), as default judges targets with it', slaConfidenceParser);
   addGlobalOptions(cmd);
   cmd.action(async (opts: Opts) => runAction(opts, () => (opts.fromCsv ? fromCsv(opts) : single(opts))));
@@ -85,6 +91,7 @@ export function poolConfig(o: Opts, side: 'prefill' | 'decode', ctx: EngineConte
 async function single(o: Opts): Promise<number> {
   if (!o.hfId) throw new InputError('--hf-id is required (or --from-csv FILE)');
   if (!o.system) throw new InputError('--system is required (or --from-csv FILE)');
+  if (o.out !== undefined) throw new InputError('--out writes the rows of --from-csv FILE; add --from-csv, or drop --out to print the estimate');
   const inputs = readCommonInputs(o);
   refuseAutoNextn(inputs.speculation, 'estimate');
   const ctx = await loadEngineContext(inputs, { decodeSystem: o.decodeSystem as string | undefined });
@@ -228,7 +235,7 @@ async function fromCsv(o: Opts): Promise<number> {
   }
   const { header, rows, lines } = parsed;
   // A place the output cannot go is reported before any row is priced.
-  if (o.out) checkOutputPath('--out', o.out as string);
+  if (o.out !== undefined) checkOutputPath('--out', o.out as string, { force: o.force === true });
   for (const col of ['model_path', 'system', 'backend', 'mode', 'isl', 'osl']) {
     if (!header.includes(col)) throw new InputError(`--from-csv ${file}: missing column "${col}"; expected the e2e reference format`);
   }
@@ -255,7 +262,7 @@ async function fromCsv(o: Opts): Promise<number> {
   const columns = [...header, ...PREDICTED_COLUMNS, ...(confidence === undefined ? [] : CONFIDENCE_COLUMNS)];
   const csv = stringify(outRows, { header: true, columns });
   if (o.out) {
-    writeFileAtomic('--out', o.out as string, csv);
+    writeFileAtomic('--out', o.out as string, csv, { force: o.force === true });
     log(`wrote ${rows.length} rows (${refused} refused) to ${o.out as string}`);
   } else process.stdout.write(csv);
   return 0;

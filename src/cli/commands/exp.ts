@@ -1,6 +1,6 @@
 // `configure exp --yaml FILE`: run every experiment of a YAML file (agg, disagg or both; heterogeneous
 // prefill/decode systems for disagg), print one row per experiment side by side and the best overall.
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { autoDescription, depthContexts, speculationSuffix } from '../../engine/speculation.js';
 import { searchDepths } from '../../search/nextn.js';
 import { isMap, parseDocument } from 'yaml';
@@ -11,6 +11,7 @@ import { alignColumns } from '../../util/format.js';
 import { addClusterOptions, addGlobalOptions, clusterOptionsOf, targetOf, DEFAULTS, DYNAMO_VERSION_HELP, dynamoVersionParser, imageParser, imagesOf, slaOf, type CommonInputs } from '../options.js';
 import { clusterFromYaml, mergeCluster, type ClusterOptions } from '../../output/cluster.js';
 import type { EngineContext } from '../../engine/types.js';
+import type { SearchJson } from '../../search/json.js';
 import type { ExperimentFile, Experiment as ExperimentEntry } from '../../output/exp-config.js';
 import type { ImageOverrides } from '../../output/plan.js';
 import type { Mode, RankedCandidate, SearchResult, SearchRestrict } from '../../search/types.js';
@@ -20,6 +21,7 @@ import { explain, noFeasibleMessage } from '../../search/explain.js';
 import { ExitCode, InferplanError, InputError } from '../../util/errors.js';
 import { capQuoted, quote } from '../../util/text.js';
 import { yamlToJS } from '../../util/yaml.js';
+import { checkOutputDir } from '../../util/files.js';
 
 /** One experiment as this command runs it (plain values, defaults applied). */
 export interface Experiment {
@@ -489,9 +491,11 @@ Examples:
     runAction(opts, async () => {
       const path = (opts.yaml ?? opts.yamlPath) as string | undefined;
       if (!path) throw new InputError('exp needs --yaml FILE (the experiment file)');
+      // A results directory that cannot be written is reported before any experiment runs.
+      if (typeof opts.saveDir === 'string') checkOutputDir('--save-dir', opts.saveDir);
       const exps = await readExperiments(path);
       // searchToJson: the same document `default --json` prints, so summary.json reads the same for both.
-      const [{ loadEngineContext }, { runSearch }, { writeResultsDir }, { renderReport }, { searchToJson }] = await Promise.all([
+      const [{ loadEngineContext }, { runSearch }, { resultsFolder, writeResultsDir }, { renderReport }, { searchToJson }] = await Promise.all([
         import('../context.js'),
         import('../../search/index.js'),
         import('../../output/results-dir.js'),
@@ -509,12 +513,10 @@ Examples:
           throw inExperiment(exp.name, err);
         }
       }
-      const rows: ExpRow[] = [];
-      const docs: Record<string, unknown>[] = [];
-      const reports: string[] = [];
+      const done: Array<{ exp: Experiment; ctx: EngineContext; result: SearchResult; row: ExpRow; reportText: string; json: SearchJson }> = [];
       const shown = progress('experiments', prepared.length, { json: opts.json === true });
       for (const { exp, ctx } of prepared) {
-        shown.tick(rows.length);
+        shown.tick(done.length);
         const sla = slaOf(exp.inputs);
         const topN = (opts.topN as number | undefined) ?? exp.topN;
         const spec = { totalGpus: exp.totalGpus, sla, topN, modes: exp.modes, restrict: exp.restrict };
@@ -522,12 +524,23 @@ Examples:
         // nextn: auto searches every draft depth the checkpoint can run and ranks them together (as default does).
         const result = req?.nextn === 'auto' ? searchDepths(depthContexts(ctx, req), (c) => runSearch(c, spec), topN) : runSearch(ctx, spec);
         if (req?.nextn === 'auto') result.inputs = { ...result.inputs, speculation: autoDescription(depthContexts(ctx, req)) };
-        const row = rowOf(exp, ctx, result);
-        const reportText = renderReport(result, { color: false });
-        const json = searchToJson(result);
+        done.push({ exp, ctx, result, row: rowOf(exp, ctx, result), reportText: renderReport(result, { color: false }), json: searchToJson(result) });
+      }
+      shown.end();
+      // Every experiment's folder is checked before any is written, so a refused one leaves no others behind.
+      const saveDirOf = (exp: Experiment) => insideDir(opts.saveDir as string, uniqueSegment(exp.name));
+      if (opts.saveDir && !opts.force) {
+        for (const { exp, ctx, result } of done) {
+          const target = resultsFolder(saveDirOf(exp), result, ctx, {});
+          if (existsSync(target)) throw new InputError(`${target} already exists; pass --force to replace the files inferplan wrote there`);
+        }
+      }
+      const rows: ExpRow[] = [];
+      const docs: Record<string, unknown>[] = [];
+      const reports: string[] = [];
+      for (const { exp, ctx, result, row, reportText, json } of done) {
         if (opts.saveDir) {
-          const dir = insideDir(opts.saveDir as string, uniqueSegment(exp.name));
-          row.savedTo = await writeResultsDir(dir, result, ctx, {
+          row.savedTo = await writeResultsDir(saveDirOf(exp), result, ctx, {
             force: opts.force as boolean | undefined,
             dynamoVersion: opts.dynamoVersion as string | undefined,
             images: imagesOf(opts) ?? exp.images,
@@ -541,7 +554,6 @@ Examples:
         docs.push({ name: exp.name, modes: exp.modes, result: json, savedTo: row.savedTo ?? null });
         reports.push(`== ${exp.name} ==\n${reportText}`);
       }
-      shown.end();
       const best = bestOverall(rows);
       if (opts.json) {
         printJson({ command: 'exp', file: path, rows, best: best?.name ?? null, experiments: docs });

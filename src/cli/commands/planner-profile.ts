@@ -13,7 +13,7 @@ import {
   slaOf,
 } from '../options.js';
 import { loadEngineContext } from '../context.js';
-import { LAYOUT_FLAGS, poolConfig } from './estimate.js';
+import { LAYOUT_FLAGS, layoutFlagParser, poolConfig } from './estimate.js';
 import { estimateDisagg, isRefusal, type DisaggConfig, type EngineContext } from '../../engine/index.js';
 import { layoutName } from '../../search/candidates.js';
 import { calibrationText } from '../../search/search.js';
@@ -22,11 +22,14 @@ import type { Sla } from '../../inputs/types.js';
 import { InputError, UnsupportedError } from '../../util/errors.js';
 import type { ProfileGrid } from '../../output/planner-profile.js';
 
+/** Most points of a profile sweep: the decode sweep prices points x points steps (1000 take about 10 s). */
+export const MAX_GRID_POINTS = 1000;
+
 /** --prefill-points / --decode-points: the profiler's interpolation granularities. */
 export function addGridOptions(cmd: Command): Command {
   return cmd
-    .option('--prefill-points <n>', 'input lengths of the prefill sweep (default 16)', positiveInt('--prefill-points'))
-    .option('--decode-points <n>', 'context lengths, and batch sizes per context, of the decode sweep (default 6)', positiveInt('--decode-points'));
+    .option('--prefill-points <n>', `input lengths of the prefill sweep (default 16, at most ${MAX_GRID_POINTS})`, positiveInt('--prefill-points', MAX_GRID_POINTS))
+    .option('--decode-points <n>', `context lengths, and batch sizes per context, of the decode sweep (default 6, at most ${MAX_GRID_POINTS})`, positiveInt('--decode-points', MAX_GRID_POINTS));
 }
 
 export function gridOf(o: Record<string, unknown>): Partial<ProfileGrid> {
@@ -74,12 +77,12 @@ export function registerPlannerProfile(program: Command): void {
   addWorkloadOptions(cmd);
   addSlaOptions(cmd);
   for (const f of LAYOUT_FLAGS) {
-    cmd.option(`--prefill-${f} <n>`, `prefill pool: ${f.replace(/-/g, ' ')}`, positiveInt(`--prefill-${f}`));
-    cmd.option(`--decode-${f} <n>`, `decode pool: ${f.replace(/-/g, ' ')}`, positiveInt(`--decode-${f}`));
+    cmd.option(`--prefill-${f} <n>`, `prefill pool: ${f.replace(/-/g, ' ')}`, layoutFlagParser(`--prefill-${f}`));
+    cmd.option(`--decode-${f} <n>`, `decode pool: ${f.replace(/-/g, ' ')}`, layoutFlagParser(`--decode-${f}`));
   }
   cmd
-    .option('--prefill-workers <n>', 'prefill workers (default 1)', positiveInt('--prefill-workers'))
-    .option('--decode-workers <n>', 'decode workers (default 1)', positiveInt('--decode-workers'))
+    .option('--prefill-workers <n>', 'prefill workers (default 1)', gpuCount('--prefill-workers'))
+    .option('--decode-workers <n>', 'decode workers (default 1)', gpuCount('--decode-workers'))
     .option('--concurrency <n>', 'clients the deployment starts at (default: decode batch size x decode workers)', positiveInt('--concurrency'))
     .option('--total-gpus <n>', "GPUs the planner may scale up to (default: the larger of the layout's GPUs and one node)", gpuCount('--total-gpus'))
     .requiredOption('--out <dir>', 'write the files into this directory')

@@ -61,7 +61,8 @@ export function registerRecommend(program: Command): void {
   addModelSystemOptions(cmd);
   cmd
     .option('--target-request-rate <r>', 'requests per second to serve', positiveNumber('--target-request-rate'))
-    .option('--target-concurrency <c>', 'concurrent clients to serve', positiveInt('--target-concurrency'))
+    // Not capped here: a target beyond the largest deployment is refused with the GPUs it would need.
+    .option('--target-concurrency <c>', 'concurrent clients to serve', positiveInt('--target-concurrency', Infinity))
     .option('--max-gpus <n>', 'largest deployment allowed', gpuCount('--max-gpus'));
   addWorkloadOptions(cmd);
   addSpeculationOptions(cmd);

@@ -8,6 +8,7 @@ import { listSystems, loadSystem } from '../../inputs/systems.js';
 import { BACKENDS, type Backend } from '../../inputs/types.js';
 import { checkSupport, MIN_SEQUENCES, type SupportReport, type SupportRow } from '../../search/support.js';
 import { ExitCode, InputError } from '../../util/errors.js';
+import { resolveSpeculation } from '../../engine/speculation.js';
 
 function backendOrAll(v: string): Backend | 'all' {
   const b = v.toLowerCase();
@@ -99,6 +100,9 @@ Examples:
       const systems = all ? listSystems() : [loadSystem(inputs.system)];
       // Resolve the model once: an unknown architecture exits 4 here with the supported list.
       const model = await resolveModel(inputs.hfId);
+      // Speculation flags that contradict each other or the checkpoint are bad input (exit 2), as for the
+      // planning commands, whatever the system or engine.
+      if (inputs.speculation) resolveSpeculation(model, inputs.speculation);
       const sla = slaOf(inputs);
       const totalGpus = opts.totalGpus as number | undefined;
       const reports: SupportReport[] = [];

@@ -3,7 +3,7 @@
 import { existsSync } from 'node:fs';
 import { relative } from 'node:path';
 import { Command, Option } from 'commander';
-import { log, positiveInt, positiveNumber, printJson, runAction } from '../common.js';
+import { gpuCount, log, positiveInt, positiveNumber, printJson, runAction } from '../common.js';
 import { alignColumns } from '../../util/format.js';
 import { escapeControl } from '../../util/text.js';
 import { addGlobalOptions, addModelSystemOptions, addWorkloadOptions, readCommonInputs, relaxModelSystem, type CommonInputs } from '../options.js';
@@ -62,14 +62,14 @@ export function addTargetOptions(cmd: Command): Command {
   relaxModelSystem(cmd);
   addWorkloadOptions(cmd);
   return cmd
-    .option('--tp <n>', 'without --plan: tensor parallel size of one replica (agg)', positiveInt('--tp'))
-    .option('--pp <n>', 'pipeline parallel size (default 1)', positiveInt('--pp'))
-    .option('--dp <n>', 'attention data parallel size (default 1)', positiveInt('--dp'))
-    .option('--moe-tp <n>', 'MoE tensor parallel size (default tp*dp/moe-ep)', positiveInt('--moe-tp'))
-    .option('--moe-ep <n>', 'MoE expert parallel size (default 1)', positiveInt('--moe-ep'))
+    .option('--tp <n>', 'without --plan: tensor parallel size of one replica (agg)', gpuCount('--tp'))
+    .option('--pp <n>', 'pipeline parallel size (default 1)', gpuCount('--pp'))
+    .option('--dp <n>', 'attention data parallel size (default 1)', gpuCount('--dp'))
+    .option('--moe-tp <n>', 'MoE tensor parallel size (default tp*dp/moe-ep)', gpuCount('--moe-tp'))
+    .option('--moe-ep <n>', 'MoE expert parallel size (default 1)', gpuCount('--moe-ep'))
     .option('--batch-size <n>', 'max running sequences per replica (default: the concurrency per replica)', positiveInt('--batch-size'))
     .option('--max-num-tokens <n>', 'token budget per step (default: the engine default)', positiveInt('--max-num-tokens'))
-    .option('--replicas <n>', 'replicas behind the frontend (default 1)', positiveInt('--replicas'))
+    .option('--replicas <n>', 'replicas behind the frontend (default 1)', gpuCount('--replicas'))
     .option('--concurrency <n>', 'concurrency of runs that did not record one', positiveInt('--concurrency'))
     .addOption(new Option('--stat <stat>', 'measured statistic compared with the prediction').choices(['avg', 'p50']).default('avg'));
 }
