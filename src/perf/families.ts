@@ -297,10 +297,6 @@ export function familyGroupOf(m: OpModel, group: string): { key: string; g: Grou
   return best ? { key: best, g: m.groups[best]! } : undefined;
 }
 
-/** The group model of familyGroupOf. */
-export function familyGroup(m: OpModel, group: string): GroupModel | undefined {
-  return familyGroupOf(m, group)?.g;
-}
 
 /** Constant efficiency and launch overhead (ms) of a part without a fitted model. */
 export const FAMILY_ROOFLINE: Record<string, { eff: number; fixed: number }> = {

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { loadSystem } from '../../src/inputs/systems.js';
 import { RooflinePerfSource } from '../../src/perf/roofline.js';
-import { FamilyPricer, familyGroup, familySource, parseFamilyCalibration, partFeatures, partSol, serializeFamilyCalibration, type FamilyCalibration } from '../../src/perf/families.js';
+import { FamilyPricer, familyGroupOf, familySource, parseFamilyCalibration, partFeatures, partSol, serializeFamilyCalibration, type FamilyCalibration } from '../../src/perf/families.js';
 import { fitPart } from '../../src/perf/families-fit.js';
 import { splitAlternatives, type FamilyRow } from '../../src/perf/families-reference.js';
 import { answerLines } from '../../src/perf/query.js';
@@ -73,7 +73,7 @@ describe('fitted family models', () => {
     expect(familySource(cal, 'vllm', '0.19.0', 'gdn.context.core')).toBe('vllm/0.24.0');
     expect(familySource(cal, 'sglang', '0.5.14', 'gdn.context.core')).toBe('vllm/0.24.0');
     expect(familySource(cal, 'vllm', '0.24.0', 'gdn.generation.core')).toBeUndefined();
-    expect(familyGroup(model, 'float16')).toBe(model.groups.bfloat16);
+    expect(familyGroupOf(model, 'float16')?.g).toBe(model.groups.bfloat16);
     expect(partFeatures('gdn.context.core').group(rows[0]!.row)).toBe('bfloat16');
   });
 
