@@ -33,6 +33,7 @@ export const systemSchema = z.strictObject({
   intraNodeLink: z.enum(['nvlink', 'pcie']),
   intraNodeBwGBs: positive,
   interNodeBwGBs: positive,
+  kernelsLike: z.string().regex(/^[a-z0-9_]+$/).optional(),
   backends: z.strictObject({
     vllm: backendSupportSchema.optional(),
     sglang: backendSupportSchema.optional(),

@@ -281,6 +281,11 @@ export interface SystemSpec {
   interNodeBwGBs: number;
   /** Whether the scale-up link is NVLink (custom all-reduce) or PCIe. */
   intraNodeLink: 'nvlink' | 'pcie';
+  /**
+   * A GPU of the same architecture (same tensor-core generation and engine kernels) whose measured kernels price
+   * those this GPU's tables never timed, by their efficiency there (see resolvedModel's `kinGpu`).
+   */
+  kernelsLike?: string;
   backends: Partial<Record<Backend, BackendSupport>>;
 }
 

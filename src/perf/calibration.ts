@@ -375,10 +375,10 @@ const resolvedMemo = new WeakMap<SystemCalibration, Map<string, OpModel | undefi
  * (dtypes) it never measured from the nearest version of the same backend that did (MXFP4: else from another
  * engine on the same GPU).
  */
-export function resolvedModel(cal: SystemCalibration, backend: string, version: string, op: ModelOp, primary: string | undefined): OpModel | undefined {
+export function resolvedModel(cal: SystemCalibration, backend: string, version: string, op: ModelOp, primary: string | undefined, kinGpu?: SystemCalibration): OpModel | undefined {
   let memo = resolvedMemo.get(cal);
   if (!memo) resolvedMemo.set(cal, (memo = new Map()));
-  const key = `${backend}|${version}|${op}|${primary ?? ''}`;
+  const key = `${backend}|${version}|${op}|${primary ?? ''}|${kinGpu?.system ?? ''}`;
   if (memo.has(key)) return memo.get(key);
   const base = primary ? cal.sources[primary]?.[op] : undefined;
   let out = base;
@@ -424,9 +424,30 @@ export function resolvedModel(cal: SystemCalibration, backend: string, version: 
         }
       }
     }
-    out = { ...base, groups };
+    out = { ...base, groups: { ...groups, ...kinKernels(cal, backend, version, op, base, kinGpu) } };
   }
   memo.set(key, out);
+  return out;
+}
+
+/**
+ * MoE kernels no source of this GPU timed that the same engine's nearest version timed on `kin`, a GPU of the same
+ * architecture (SystemSpec.kernelsLike): TRT-LLM's low-latency FP4 kernel, which B300's and GB300's tables never
+ * measured although the trtllm-gen MoE backend our deployments set runs it there as on B200 and GB200. Surfaces are
+ * efficiencies over each GPU's own speed of light, so the group transfers as is, capped at this GPU's own kernel
+ * (modelLatency): Blackwell Ultra's tables time the default kernel faster than Blackwell's at the same speed of
+ * light, and on GB200, which timed both, the low-latency kernel is the faster one up to 4k tokens.
+ */
+function kinKernels(cal: SystemCalibration, backend: string, version: string, op: ModelOp, base: OpModel, kin?: SystemCalibration): Record<string, GroupModel> {
+  const out: Record<string, GroupModel> = {};
+  const from = kin && op === 'moe' ? pickSource(kin, backend, version, op) : undefined;
+  if (!from || !from.startsWith(`${backend}/`)) return out;
+  const theirs = resolvedModel(kin!, backend, version, op, from);
+  if (!theirs || !sameLattice(base, theirs)) return out;
+  const timedHere = new Set(Object.values(cal.sources).flatMap((ops) => Object.keys(ops[op]?.groups ?? {})));
+  for (const [g, gm] of Object.entries(theirs.groups)) {
+    if (g.endsWith(`|${LOW_LATENCY}`) && !timedHere.has(g)) out[g] = { ...gm, kin: `${kin!.system} ${from}` };
+  }
   return out;
 }
 
@@ -487,7 +508,8 @@ export function groupFor(op: ModelOp, m: OpModel, r: Row): GroupModel | undefine
   // within its lattice bounds on every feature but the EP ranks.
   const lowKernel = (r.tokens as number) <= MOE_MIN_LATENCY_TOKENS || r.kernel === TRTLLM_GEN;
   const low = op === 'moe' && lowKernel ? m.groups[`${g}|${LOW_LATENCY}`] : undefined;
-  if (low && (!low.routes || withinRoutes(low.routes, r)) && withinBounds(m, low, def.features(r), 1)) return low;
+  const asked = !low?.kin || r.kernel === TRTLLM_GEN;
+  if (low && asked && (!low.routes || withinRoutes(low.routes, r)) && withinBounds(m, low, def.features(r), 1)) return low;
   if (m.groups[g]) return m.groups[g];
   // A kernel the source did not time beside another: the dtype's group is that kernel (or the nearest measured).
   if (op === 'moe' && r.kernel === FLASHINFER_TRTLLM) {
@@ -542,7 +564,11 @@ export function modelLatency(op: ModelOp, m: OpModel, r: Row, solMs: number): nu
   const x = clampToBox(op, g, r);
   const skew = op === 'moe' && r.distribution !== undefined ? routingCorrection(m, g, x, String(r.distribution)) : 0;
   if (skew === undefined) return undefined;
-  return solMs * Math.exp(evalCorrection(m, g, FEATURES[op].features(x)) + skew);
+  const v = solMs * Math.exp(evalCorrection(m, g, FEATURES[op].features(x)) + skew);
+  if (!g.kin) return v;
+  // A kernel timed on the kin GPU only: no slower than this GPU's own kernel.
+  const { kernel: _kernel, ...plain } = r;
+  return Math.min(v, modelLatency(op, m, plain, solMs) ?? Infinity);
 }
 
 /** The routings an MoE group prices: its own rows' and those it has a routing model for. */

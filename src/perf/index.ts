@@ -57,7 +57,7 @@ export interface TableDirInfo {
 const cache = new Map<string, Promise<PerfSource>>();
 
 export function loadPerfSource(opts: LoadPerfOptions): Promise<PerfSource> {
-  const key = `${opts.system.name}|${opts.backend}|${opts.version}|${opts.perfData ? resolve(opts.perfData) : ''}`;
+  const key = `${opts.system.name}|${opts.system.kernelsLike ?? ''}|${opts.backend}|${opts.version}|${opts.perfData ? resolve(opts.perfData) : ''}`;
   let hit = cache.get(key);
   if (!hit) {
     hit = load(opts);
@@ -203,15 +203,16 @@ function openOurDir(dir: string, system: SystemSpec, fallback: PerfSource, eager
 function modelProvider(system: SystemSpec, backend: Backend, version: string): ModelProvider {
   // The coefficients are read on the first key the tables do not list (many runs never ask for one); without a
   // calibration file every answer is undefined, as if there were no model.
-  let loaded: { cal: SystemCalibration; plan: SynthesisPlan } | null | undefined;
+  let loaded: { cal: SystemCalibration; plan: SynthesisPlan; kin?: SystemCalibration } | null | undefined;
   const peaks = peaksOf(system);
   return (op, r) => {
     if (loaded === undefined) {
       const c = loadCalibration(system.name);
-      loaded = c ? { cal: c, plan: planFor(c, backend, version) } : null;
+      const kin = system.kernelsLike ? loadCalibration(system.kernelsLike) : undefined;
+      loaded = c ? { cal: c, plan: planFor(c, backend, version), ...(kin ? { kin } : {}) } : null;
     }
     if (!loaded) return undefined;
-    const { cal, plan } = loaded;
+    const { cal, plan, kin } = loaded;
     let m: OpModel | undefined;
     let row = r;
     let modelOp: ModelOp;
@@ -224,7 +225,7 @@ function modelProvider(system: SystemSpec, backend: Backend, version: string): M
       return undefined;
     } else {
       modelOp = op;
-      m = resolvedModel(cal, backend, version, op, plan.sourceByOp[op]);
+      m = resolvedModel(cal, backend, version, op, plan.sourceByOp[op], kin);
     }
     if (!m) return undefined;
     const model = m;

@@ -161,6 +161,12 @@ export interface GroupModel {
   windows?: number[];
   /** MoE low-latency kernel: the routings it was measured on (see routesOf); lookups outside them take the other kernel. */
   routes?: number[];
+  /**
+   * A kernel measured on another GPU of the same architecture only ("<system> <backend>/<version>"; see
+   * resolvedModel's `kinGpu`): it prices only the workers that ask for it by name (MoeQuery.trtllmGen), at its
+   * efficiency there and no slower than this GPU's own kernel (modelLatency).
+   */
+  kin?: string;
   /** MoE: the routing of the group's own rows when the reference measured no balanced routing. */
   distribution?: string;
   /** MoE: per other routing, ln(its measured latency / this group's model), on the MOE_ROUTING lattice. */

@@ -2,7 +2,7 @@
 // with a fallback source for ops or dtypes the tables lack.
 import type { SystemSpec } from '../inputs/types.js';
 import { OpTable } from './grid.js';
-import { FLASHINFER_TRTLLM, GEMM_M_ALIGN, MOE_DISTRIBUTIONS, MOE_MIN_LATENCY_TOKENS, TRTLLM_GEN } from './model.js';
+import { FLASHINFER_TRTLLM, GEMM_M_ALIGN, MOE_DISTRIBUTIONS, TRTLLM_GEN } from './model.js';
 import { GemmFast } from './gemm-fast.js';
 import * as sol from './sol.js';
 import { DTYPE_FALLBACK, OP_SPECS, type OpName, type Row } from './tables.js';
@@ -57,9 +57,9 @@ export class TablePerfSource implements PerfSource {
     if (!t) return undefined;
     if (this.model) {
       // Keys the synthesized table lists are interpolated; other shapes come from the same model directly. The
-      // table holds the engine's default MoE kernels, so trtllm-gen past the switch, and SGLang's TRT-LLM-gen runner,
-      // ask the model.
-      const beyondTable = (r.kernel === TRTLLM_GEN && (r.tokens as number) > MOE_MIN_LATENCY_TOKENS) || r.kernel === FLASHINFER_TRTLLM;
+      // table holds the engine's default MoE kernels, so trtllm-gen workers (the low-latency kernel at every size,
+      // on B300 / GB300 as measured on their kin GPU) and SGLang's TRT-LLM-gen runner ask the model.
+      const beyondTable = r.kernel === TRTLLM_GEN || r.kernel === FLASHINFER_TRTLLM;
       const exact = beyondTable ? undefined : t.lookup(r, true);
       if (exact !== undefined) return exact;
       const m = this.model(op, r);

@@ -124,7 +124,8 @@ describe('perf source (bundled tables)', () => {
     const src = await loadPerfSource({ system: b200, backend: 'trtllm', version: '1.2.0rc5' });
     // DeepSeek-R1's expert shapes at moe_tp 8, NVFP4 (measured with both kernel families up to 8k tokens).
     const q = { dtype: 'nvfp4' as const, hidden: 7168, inter: 2048, topk: 8, experts: 256, moeTp: 8, moeEp: 1 };
-    for (const tokens of [16, 64]) expect(src.moe({ ...q, tokens, trtllmGen: true })).toBeCloseTo(src.moe({ ...q, tokens }), 9);
+    // Up to the switch both are the low-latency kernel (the flag asks its model, the table interpolates it).
+    for (const tokens of [16, 64]) expect(src.moe({ ...q, tokens, trtllmGen: true }) / src.moe({ ...q, tokens })).toBeCloseTo(1, 1);
     for (const tokens of [1024, 8192]) {
       const gen = src.moe({ ...q, tokens, trtllmGen: true });
       const cutlass = src.moe({ ...q, tokens });
@@ -134,6 +135,31 @@ describe('perf source (bundled tables)', () => {
     // Where no low-latency kernel was measured (bf16 experts) the flag changes nothing but the table's rounding.
     const bf16 = { ...q, dtype: 'bfloat16' as const, tokens: 4096 };
     expect(src.moe({ ...bf16, trtllmGen: true }) / src.moe(bf16)).toBeCloseTo(1, 3);
+  });
+
+  it("prices trtllm-gen MoE on B300 / GB300, whose tables never timed the low-latency kernel, at its efficiency on the kin GPU, never above their own kernel", async () => {
+    const q = { dtype: 'nvfp4' as const, hidden: 7168, inter: 2048, topk: 8, experts: 256, moeTp: 1, moeEp: 8 };
+    for (const [name, kin] of [['gb300', 'gb200_sxm'], ['b300_sxm', 'b200_sxm']] as const) {
+      const sys = loadSystem(name);
+      expect(sys.kernelsLike).toBe(kin);
+      const src = await loadPerfSource({ system: sys, backend: 'trtllm', version: '1.3.0rc20' });
+      const kinSrc = await loadPerfSource({ system: loadSystem(kin), backend: 'trtllm', version: '1.3.0rc20' });
+      const alone = await loadPerfSource({ system: { ...sys, kernelsLike: undefined }, backend: 'trtllm', version: '1.3.0rc20' });
+      for (const tokens of [1, 8, 48, 512]) {
+        const gen = src.moe({ ...q, tokens, trtllmGen: true });
+        const own = src.moe({ ...q, tokens });
+        // At small batches the low-latency kernel as it runs on the kin GPU, faster than the CUTLASS kernel timed here.
+        if (tokens <= 8) {
+          expect(gen).toBeLessThan(0.9 * own);
+          expect(gen / kinSrc.moe({ ...q, tokens, trtllmGen: true })).toBeCloseTo(1, 1);
+        }
+        expect(gen).toBeLessThanOrEqual(own * 1.01);
+        // Without a kin GPU the flag prices the GPU's own kernels.
+        expect(alone.moe({ ...q, tokens, trtllmGen: true }) / alone.moe({ ...q, tokens })).toBeCloseTo(1, 1);
+      }
+      // What its own tables timed (the engine's default kernels) keeps its price.
+      expect(src.moe({ ...q, tokens: 48 })).toBeCloseTo(alone.moe({ ...q, tokens: 48 }), 9);
+    }
   });
 
   it('answers every op with a positive latency', async () => {
