@@ -4,7 +4,8 @@
 //   planner/selected_{prefill,decode}_interpolation/raw_data.npz     the profiler's NPZ layout
 //   planner/mocker_perf_data.npz                                     the mocker's --planner-profile-data form
 //   planner/prefill_profile.png, planner/decode_profile.png          the curves, to check by eye
-import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import YAML from 'yaml';
 import type { EngineContext } from '../engine/types.js';
@@ -116,16 +117,38 @@ export async function writeHandoff(
     if (readdirSync(target).length > 0 && !force) throw new InputError(`${flag} ${dir} already holds files; pass --force to write over them`);
   }
   const files = [{ path: 'k8s_deploy.yaml', content: renderDocuments(docs) as string | Buffer }, ...(await plannerFiles(p, docs, plots))];
+  // Every file goes to a temporary folder first (a full disk or a permission fails there, before any file of the
+  // target is touched), then moves into place by renames: a new folder at once (the temporary one is its
+  // sibling), an existing one file by file (the temporary one is inside it, so only the target need be writable).
+  const tag = `${process.pid}-${randomBytes(4).toString('hex')}`;
+  const fresh = !existsSync(target);
+  const tmp = fresh ? `${target}.tmp-${tag}` : insideDir(target, `.tmp-${tag}`);
   try {
     for (const f of files) {
-      const full = insideDir(target, f.path);
+      const full = insideDir(tmp, f.path);
       mkdirSync(dirname(full), { recursive: true });
       writeFileSync(full, f.content);
     }
+    if (fresh) renameSync(tmp, target);
+    else {
+      // A folder of ours that is a file of the user's there: refused before anything moves.
+      for (const f of files) {
+        for (let d = dirname(insideDir(target, f.path)); d !== target; d = dirname(d)) {
+          if (existsSync(d) && !statSync(d).isDirectory()) throw new InputError(`${flag} ${dir}: ${d} is a file, where the hand-off needs a folder`);
+        }
+      }
+      for (const f of files) {
+        const full = insideDir(target, f.path);
+        mkdirSync(dirname(full), { recursive: true });
+        renameSync(insideDir(tmp, f.path), full);
+      }
+    }
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    if (code && ['EACCES', 'EPERM', 'EROFS', 'ENOSPC', 'ENOTDIR', 'EEXIST'].includes(code)) throw new InputError(`${flag} ${dir}: cannot write there (${code})`);
+    if (code && ['EACCES', 'EPERM', 'EROFS', 'ENOSPC', 'ENOTDIR', 'EEXIST', 'EISDIR'].includes(code)) throw new InputError(`${flag} ${dir}: cannot write there (${code})`);
     throw e;
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
   }
   return { dir: target, files: files.map((f) => f.path) };
 }

@@ -170,7 +170,7 @@ export async function writeResultsDir(saveDir: string, result: SearchResult, ctx
   } catch (e) {
     throw new InputError(`--save-dir ${root}: cannot create it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
   }
-  const release = await acquireLock(root, slug, target);
+  const release = await acquireLock(root, slug, target).catch((e: unknown) => unwritable(root, e));
   try {
     await removeStaleTemporaries(root, slug);
     if (existsSync(target) && !opts.force) {
@@ -178,17 +178,21 @@ export async function writeResultsDir(saveDir: string, result: SearchResult, ctx
     }
     await writeTree(root, slug, target, files);
   } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    // A directory the user cannot write to is bad input, not an internal error.
-    if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS' || code === 'ENOSPC') {
-      throw new InputError(`--save-dir ${root}: cannot write results (${code})`);
-    }
-    throw e;
+    unwritable(root, e);
   } finally {
     await release();
   }
   for (const w of warnings) process.stderr.write(`warning: ${w}\n`);
   return target;
+}
+
+/** Rethrow `e`; a directory the user cannot write to (or a full disk) is bad input, not an internal error. */
+function unwritable(root: string, e: unknown): never {
+  const code = (e as NodeJS.ErrnoException).code;
+  if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS' || code === 'ENOSPC') {
+    throw new InputError(`--save-dir ${root}: cannot write results (${code})`);
+  }
+  throw e;
 }
 
 async function writeTree(root: string, slug: string, target: string, files: TreeFile[]): Promise<void> {

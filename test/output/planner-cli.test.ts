@@ -1,6 +1,6 @@
 // The planner commands and flags as users run them (in process): planner-profile writes the hand-off folder of a
 // given layout; --planner needs a results directory.
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import YAML from 'yaml';
@@ -37,6 +37,25 @@ describe('configure planner-profile', () => {
     const budget = await runInProcess([registerPlannerProfile], ['planner-profile', ...LAYOUT, '--prefill-tp', '4', '--decode-tp', '4', '--total-gpus', '4', '--out', join(dir, 'y')]);
     expect(budget.code).toBe(2);
     expect(budget.stderr).toContain('--total-gpus 4 is smaller');
+  }, 60_000);
+
+  it('replaces a folder with --force only when every file can go in: nothing of it is touched otherwise', async () => {
+    const out = join(dir, 'q');
+    const args = ['planner-profile', ...LAYOUT, '--prefill-tp', '2', '--decode-tp', '4', '--prefill-points', '3', '--out', out, '--force'];
+    mkdirSync(out, { recursive: true });
+    writeFileSync(join(out, 'k8s_deploy.yaml'), 'mine\n');
+    writeFileSync(join(out, 'planner'), 'a file where the hand-off needs a folder\n');
+    const r = await runInProcess([registerPlannerProfile], args);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('is a file, where the hand-off needs a folder');
+    expect(readFileSync(join(out, 'k8s_deploy.yaml'), 'utf8')).toBe('mine\n');
+    expect(readdirSync(out).sort()).toEqual(['k8s_deploy.yaml', 'planner']);
+    rmSync(join(out, 'planner'));
+    const ok = await runInProcess([registerPlannerProfile], args);
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(readFileSync(join(out, 'k8s_deploy.yaml'), 'utf8')).toContain('DynamoGraphDeployment');
+    expect(readdirSync(out).filter((f) => f.includes('.tmp-'))).toEqual([]);
+    expect(readdirSync(dir).filter((f) => f.includes('.tmp-'))).toEqual([]);
   }, 60_000);
 });
 
