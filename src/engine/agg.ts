@@ -113,9 +113,9 @@ export function aggPoint(ctx: EngineContext, cfg: AggConfig, clients: number, me
   const eager = prof.eagerLayerMs * ctx.model.numLayers;
   /** One prefill step of `prompts` prompt chunks of `tokens` each (riding on the other sequences' decode when the engine mixes). */
   const pfStep = (prompts: number, tokens = Math.min(chunk, isle)): number => {
-    const dc = mixes ? Math.max(0, n - prompts) * tokPerSeq : 0;
+    const dc = mixes ? Math.max(0, n - prompts) : 0;
     const st = mixedStepMs(ctx, cfg, {
-      pfBatch: micro(prompts), pfSeq: tokens, pfPrefix: Math.round(avgPrefix), dcBatch: micro(dc), dcKv: kvMid,
+      pfBatch: micro(prompts), pfSeq: tokens, pfPrefix: Math.round(avgPrefix), dcBatch: micro(dc), dcKv: kvMid, dcQuery: tokPerSeq,
     });
     return st.ms + host + eager;
   };

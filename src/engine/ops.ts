@@ -1,11 +1,12 @@
 // The op list of one engine step (one forward pass) for a parallel layout, priced by the perf source.
-// A step carries prefill tokens (a batch of prompt chunks) and/or decode tokens (one per running sequence);
+// A step carries prefill tokens (a batch of prompt chunks) and/or decode tokens (one per running sequence, 1 +
+// draft when it verifies a speculative draft);
 // every shape here is per GPU after the tp / dp / moe splits.
 import { DTYPE_BYTES, type AttentionShape, type Dtype, type LayerOverride, type ModelSpec } from '../inputs/types.js';
 import { layersOf, type LayerOf } from '../inputs/layers.js';
 import { isMoeLayer } from '../inputs/params.js';
 import type { CommQuery, LinearAttentionQuery, MoeQuery, PerfSource, SparseAttentionQuery } from '../perf/types.js';
-import { computeFlops, peaksOf, type Peaks } from '../perf/sol.js';
+import { computeFlops, generationAttentionSol, mlaSol, peaksOf, type Peaks } from '../perf/sol.js';
 import type { EngineContext, ParallelLayout } from './types.js';
 import { profileOf, sglangTrtllmMoe, trtllmGenMoe, type BackendProfile } from './backends.js';
 
@@ -89,10 +90,12 @@ export interface StepShape {
   pfSeq: number;
   /** Tokens already cached for each prefilling sequence (prefix reuse or earlier chunks). */
   pfPrefix: number;
-  /** Sequences generating one token each. */
+  /** Decoding sequences. */
   dcBatch: number;
   /** KV length of each decoding sequence. */
   dcKv: number;
+  /** Tokens each decoding sequence runs through the model (1 + draft when verifying a speculative draft; default 1). */
+  dcQuery?: number;
 }
 
 export type OpTimes = Record<string, number>;
@@ -141,7 +144,10 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
   const { tp, dp, pp } = layout;
   const t: OpTimes = {};
   const pfB = shape.pfBatch > 0 ? Math.ceil(shape.pfBatch / dp) : 0;
-  const dcB = shape.dcBatch > 0 ? Math.ceil(shape.dcBatch / dp) : 0;
+  const q = shape.dcQuery ?? 1;
+  const dcSeqs = shape.dcBatch > 0 ? Math.ceil(shape.dcBatch / dp) : 0;
+  // Decode tokens per rank: every op but attention's KV read runs once per token.
+  const dcB = dcSeqs * q;
   const pfTok = pfB * shape.pfSeq;
   const T = pfTok + dcB;
   if (T <= 0) return { ms: 0, byOp: t };
@@ -179,10 +185,10 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
         // Engines that free the KV blocks behind a sliding window hold only the window's tokens of those layers,
         // so their decode kernel reads no more (measured kernels given the whole cache may read it all).
         const freed = k.window > 0 && prof.kvWindowSavesMemory;
-        add(t, 'attention_decode', n * perf.generationAttention({
-          batch: dcB, kvLen: freed ? Math.min(shape.dcKv, k.window) : shape.dcKv, heads: a.heads, kvHeads: kvh, headDim: a.cacheDim,
-          kvDtype: ctx.kvDtype, window: freed ? 0 : k.window,
-        }));
+        const gq = { kvLen: freed ? Math.min(shape.dcKv, k.window) : shape.dcKv, heads: a.heads, kvHeads: kvh, headDim: a.cacheDim, kvDtype: ctx.kvDtype, window: freed ? 0 : k.window };
+        const solOf = (b: number, queries: number): number =>
+          generationAttentionSol(qc.peaks, b, gq.kvLen, gq.heads, gq.kvHeads, gq.headDim, gq.kvDtype, gq.window, queries);
+        add(t, 'attention_decode', n * readKvOnce(q, (b) => perf.generationAttention({ ...gq, batch: b }), dcSeqs, solOf));
       }
       if (gate > 0) add(t, 'norm', n * perf.elementwise({ bytes: 3 * T * a.heads * a.vDim * 2 }));
       add(t, 'proj_gemm', n * gemmMs(perf, qc, gd, T, h, a.heads * a.vDim));
@@ -201,7 +207,11 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
         const full = perf.mla({ phase: 'context', batch: pfB, seq: shape.pfSeq + shape.pfPrefix, ...common });
         add(t, 'attention_prefill', n * full * prefixShare(shape.pfSeq, shape.pfPrefix));
       }
-      if (dcB > 0) add(t, 'attention_decode', n * perf.mla({ phase: 'generation', batch: dcB, seq: shape.dcKv, ...common }));
+      if (dcB > 0) {
+        const solOf = (b: number, queries: number): number => mlaSol(qc.peaks, 'generation', b, shape.dcKv, heads, a.kvLoraRank, a.qkRopeHeadDim,
+          a.qkNopeHeadDim, a.vHeadDim, a.qLoraRank, h, gd, ctx.kvDtype, queries);
+        add(t, 'attention_decode', n * readKvOnce(q, (b) => perf.mla({ phase: 'generation', batch: b, seq: shape.dcKv, ...common }), dcSeqs, solOf));
+      }
       add(t, 'allreduce', n * arOne);
       add(t, 'norm', n * norm);
     } else if (k.attention === 'linear') {
@@ -242,7 +252,7 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
       }
       // The experts serve every attention-dp rank's tokens: the step's own, not dp x the busiest rank's (one
       // prompt on one rank of four is one prompt of expert work).
-      const moeTokens = Math.min(T * dp, shape.pfBatch * shape.pfSeq + shape.dcBatch);
+      const moeTokens = Math.min(T * dp, shape.pfBatch * shape.pfSeq + shape.dcBatch * q);
       // Latent experts run in their own width between a down and an up projection (Nemotron-3 moe_latent_size).
       if (e.latentSize) add(t, 'moe_latent', n * (gemmMs(perf, qc, gd, T, e.latentSize, h) + gemmMs(perf, qc, gd, T, h, e.latentSize)));
       const moeQ: MoeQuery = {
@@ -480,6 +490,19 @@ function moeMs(perf: PerfSource, qc: QuantCtx, q: MoeQuery): number {
   const flop = (6 * routed * q.hidden * q.inter) / q.moeTp;
   const weights = (3 * q.hidden * q.inter * active) / q.moeTp;
   return servedMs(qc, perf.moe(q), () => perf.moe({ ...q, dtype: 'bfloat16' }), q.dtype, flop, weights);
+}
+
+/**
+ * Decode attention of `seqs` sequences that each run `queries` tokens (a speculative verify pass) over one read of
+ * their KV cache. The tables time one token per sequence, so the price of seqs x queries sequences is scaled by
+ * the speed-of-light ratio of the two shapes (`solOf(sequences, queries)`): about 1 / queries where reading the
+ * cache bounds the kernel, 1 where its arithmetic does (MLA with many heads per GPU). Never below the price of
+ * the sequences decoding one token each.
+ */
+function readKvOnce(queries: number, price: (batch: number) => number, seqs: number, solOf: (batch: number, queries: number) => number): number {
+  const all = price(seqs * queries);
+  if (queries <= 1) return all;
+  return Math.max(price(seqs), all * (solOf(seqs, queries) / solOf(seqs * queries, 1)));
 }
 
 /** Share of a full-length prefill's attention work done by the new tokens after `prefix` cached ones. */

@@ -241,14 +241,15 @@ export interface SpeculativeStep {
 
 /**
  * One decode step over `running` sequences at KV length `kv`, in parts, ms. The main model verifies
- * running x (1 + draft) tokens in one pass; the draft layer runs `draft` times, each priced as one layer of that
- * verify pass (the draft layer is one decoder layer, and the first draft step re-reads the accepted tokens).
+ * running x (1 + draft) tokens in one pass, each sequence's tokens over one read of its KV cache; the draft layer
+ * runs `draft` times, each priced as one layer of that verify pass (the draft layer is one decoder layer, and the
+ * first draft step re-reads the accepted tokens).
  */
 export function speculativeStepParts(ctx: EngineContext, layout: ParallelLayout, running: number, kv: number, perf?: PerfSource): SpeculativeStep {
   const hostMs = hostOverheadMs(ctx, layout, running);
   const draft = speculationOf(ctx).draft;
   if (draft === 0) return { verifyMs: decodeStepMs(ctx, layout, running, kv, perf), draftMs: 0, hostMs };
-  const verifyMs = decodeStepMs(ctx, layout, running * (1 + draft), kv, perf);
+  const verifyMs = decodeStepMs(ctx, layout, running, kv, perf, 1 + draft);
   return { verifyMs, draftMs: (verifyMs * draft) / ctx.model.numLayers, hostMs };
 }
 

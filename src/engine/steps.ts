@@ -16,7 +16,7 @@ function layoutKey(l: ParallelLayout): string {
 export function cachedStep(ctx: EngineContext, layout: ParallelLayout, shape: StepShape, perf: PerfSource = ctx.perf): StepCost {
   let m = memo.get(ctx);
   if (!m) memo.set(ctx, (m = new Map()));
-  const key = `${perf === ctx.perf ? 'p' : 'd'}|${layoutKey(layout)}|${shape.pfBatch},${shape.pfSeq},${shape.pfPrefix},${shape.dcBatch},${shape.dcKv}`;
+  const key = `${perf === ctx.perf ? 'p' : 'd'}|${layoutKey(layout)}|${shape.pfBatch},${shape.pfSeq},${shape.pfPrefix},${shape.dcBatch},${shape.dcKv},${shape.dcQuery ?? 1}`;
   let v = m.get(key);
   if (!v) {
     v = stepCost(ctx, layout, shape, perf);
@@ -37,14 +37,15 @@ export function hostOverheadMs(ctx: EngineContext, layout: Pick<ParallelLayout, 
 }
 
 /**
- * A decode-only step of `batch` sequences at KV length `kv` (whole instance). Batches that fit a captured
- * CUDA graph are padded to the captured size per dp rank.
+ * A decode-only step of `batch` sequences at KV length `kv` (whole instance), each running `queries` tokens (a
+ * speculative verify pass: 1 + draft). Batches that fit a captured CUDA graph are padded to the captured size
+ * per dp rank.
  */
-export function decodeStepMs(ctx: EngineContext, layout: ParallelLayout, batch: number, kv: number, perf?: PerfSource): number {
+export function decodeStepMs(ctx: EngineContext, layout: ParallelLayout, batch: number, kv: number, perf?: PerfSource, queries = 1): number {
   const p = profileOf(ctx);
   const perRank = Math.ceil(batch / (layout.dp * layout.pp));
   const padded = graphPaddedBatch(p, perRank) * layout.dp;
-  const c = cachedStep(ctx, layout, { pfBatch: 0, pfSeq: 0, pfPrefix: 0, dcBatch: padded, dcKv: kv }, perf);
+  const c = cachedStep(ctx, layout, { pfBatch: 0, pfSeq: 0, pfPrefix: 0, dcBatch: padded, dcKv: kv, dcQuery: queries }, perf);
   return c.ms * (ctx.correction?.decodeFactor ?? 1);
 }
 
@@ -60,7 +61,7 @@ export function mixedStepMs(
 ): { ms: number; prefillMs: number } {
   const c = cachedStep(ctx, layout, shape, perf);
   const dec = shape.dcBatch > 0
-    ? cachedStep(ctx, layout, { pfBatch: 0, pfSeq: 0, pfPrefix: 0, dcBatch: shape.dcBatch, dcKv: shape.dcKv }, perf).ms
+    ? cachedStep(ctx, layout, { pfBatch: 0, pfSeq: 0, pfPrefix: 0, dcBatch: shape.dcBatch, dcKv: shape.dcKv, dcQuery: shape.dcQuery }, perf).ms
     : 0;
   // Speculative decoding's draft layers run over the prompt too (their KV and the first draft).
   const pf = Math.max(0, c.ms - dec) * (ctx.correction?.prefillFactor ?? 1) * draftPrefillFactor(ctx);

@@ -99,10 +99,12 @@ export function contextAttentionSol(
 /** Decode attention: one new token per sequence attending to `kvLen` cached tokens (or the window). */
 export function generationAttentionSol(
   p: Peaks, batch: number, kvLen: number, heads: number, kvHeads: number, headDim: number, kvDtype: string, window: number,
+  queries = 1,
 ): number {
   const kv = window > 0 ? Math.min(kvLen, window) : kvLen;
-  const ops = 2 * batch * heads * headDim * 2 * kv;
-  const bytes = batch * (4 * heads * headDim + 2 * kvHeads * kv * headDim * dtypeBytes(kvDtype));
+  // `queries` tokens per sequence (a speculative verify pass) attend over one read of the sequence's KV.
+  const ops = 2 * batch * queries * heads * headDim * 2 * kv;
+  const bytes = batch * (4 * queries * heads * headDim + 2 * kvHeads * kv * headDim * dtypeBytes(kvDtype));
   const f = kvDtype === 'fp8' ? p.flops.fp8 : p.flops.bf16;
   return Math.max(ops / f, bytes / p.mem);
 }
@@ -173,9 +175,9 @@ export function memSol(p: Peaks, bytes: number): number {
 export function mlaSol(
   p: Peaks, phase: 'context' | 'generation', batch: number, seq: number, heads: number, kvLoraRank: number,
   qkRopeHeadDim: number, qkNopeHeadDim: number, vHeadDim: number, qLoraRank: number, hidden: number,
-  dtype: string, kvDtype: string,
+  dtype: string, kvDtype: string, queries = 1,
 ): number {
-  const tokens = phase === 'context' ? batch * seq : batch;
+  const tokens = phase === 'context' ? batch * seq : batch * queries;
   const qk = qkNopeHeadDim + qkRopeHeadDim;
   let t = 0;
   if (qLoraRank > 0) t += gemmSol(p, dtype, tokens, qLoraRank, hidden) + gemmSol(p, dtype, tokens, heads * qk, qLoraRank);
@@ -190,8 +192,8 @@ export function mlaSol(
     t += Math.max(ops / p.flops.bf16, bytes / p.mem);
   } else {
     const latent = kvLoraRank + qkRopeHeadDim;
-    const ops = 2 * batch * heads * (latent + kvLoraRank) * seq;
-    const bytes = batch * (2 * heads * (latent + kvLoraRank) + seq * latent * kvBytes);
+    const ops = 2 * batch * queries * heads * (latent + kvLoraRank) * seq;
+    const bytes = batch * (2 * queries * heads * (latent + kvLoraRank) + seq * latent * kvBytes);
     t += Math.max(ops / p.flops.bf16, bytes / p.mem);
   }
   return t;

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { estimateAgg, estimateDisagg, isRefusal } from '../../src/engine/index.js';
+import { stepCost } from '../../src/engine/ops.js';
 import { estimateRow, parseCsv, type RowInputs } from '../../src/engine/rows.js';
 import {
   autoDepths, decodeTpotMs, defaultAcceptance, depthContexts, parseAcceptRates, resolveSpeculation, speculativeStepParts, tokensPerStep,
@@ -90,6 +91,21 @@ describe('pricing', () => {
     expect(parts.verifyMs).toBeGreaterThan(plain.verifyMs); // 256 tokens through the model instead of 64
     expect(parts.draftMs).toBeCloseTo((3 * parts.verifyMs) / r1.model.numLayers, 9);
     expect(decodeTpotMs(spec, L8, 64, 1500)).toBeCloseTo((parts.verifyMs + parts.draftMs + parts.hostMs) / 2.445, 9);
+  });
+  it('the verify pass reads each sequence\'s KV once: memory-bound attention costs about one decode, compute-bound about 1 + N', () => {
+    const q = 4;
+    const attn = (ctx: EngineContext, layout: typeof L8, seqs: number, queries: number, kv: number): number =>
+      stepCost(ctx, layout, { pfBatch: 0, pfSeq: 0, pfPrefix: 0, dcBatch: seqs, dcKv: kv, dcQuery: queries }).byOp.attention_decode!;
+    // Llama-3.1-70B at tp 8 (8 query heads, one KV head per GPU): reading the cache bounds decode attention.
+    const L70 = { tp: 8, pp: 1, dp: 1, moeTp: 1, moeEp: 1 };
+    const one = attn(llama, L70, 64, 1, 8000);
+    expect(attn(llama, L70, 64, q, 8000) / one).toBeLessThan(1.3);
+    expect(attn(llama, L70, 64 * q, 1, 8000) / one).toBeGreaterThan(3); // as many independent sequences read q x the cache
+    // DeepSeek-R1 with attention DP (128 heads per GPU): MLA's arithmetic bounds it, so the verify pass costs ~q x.
+    const dp8 = { tp: 1, pp: 1, dp: 8, moeTp: 1, moeEp: 8 };
+    const mla = attn(r1, dp8, 8 * 64, q, 8000) / attn(r1, dp8, 8 * 64, 1, 8000);
+    expect(mla).toBeGreaterThan(2);
+    expect(mla).toBeLessThanOrEqual(attn(r1, dp8, 8 * 64 * q, 1, 8000) / attn(r1, dp8, 8 * 64, 1, 8000) + 1e-9);
   });
   it('lowers TPOT of DeepSeek-R1 on B200 tp8 batch 64, holds the draft layer and its KV in memory, and says so', () => {
     const cfg = { ...L8, batchSize: 64, maxNumTokens: 8192 };
