@@ -22,11 +22,6 @@ export interface DisaggEntry extends Common { conc: number[]; prefill: Pool; dec
 
 const INFERENCEX = JSON.parse(readFileSync(new URL('./sources/inferencex.json', import.meta.url), 'utf8')) as { agg: AggEntry[]; disagg: DisaggEntry[] };
 
-/** Acceptance of each draft position in the measured agg runs, fitted on the InferenceX runs their configuration says ran MTP. */
-const AGG_ROW_MTP_ACCEPTANCE = 0.8;
-/** Acceptance of each draft position in the measured disagg runs (DeepSeek-V3 report: 85-90% for the first). */
-const DISAGG_ROW_MTP_ACCEPTANCE = 0.85;
-
 /** Where the speculation (and, for InferenceX's disagg rows, the deployment) a row is priced with comes from. */
 export type SourceBasis = 'recorded' | 'source configuration' | 'assumed';
 
@@ -118,8 +113,8 @@ export function withSourceKnowledge(row: Row, model: ModelSpec): { row: Row; bas
   if ((row.nextn ?? '').trim() !== '') return { row, basis: 'recorded' };
   const layers = model.mtpLayers ?? 0;
   const agg = row.mode !== 'disagg';
-  const rate = agg ? AGG_ROW_MTP_ACCEPTANCE : DISAGG_ROW_MTP_ACCEPTANCE;
-  const at = (r: Row, depth: number): Row => (depth > 0 && layers > 0 ? { ...r, nextn: String(depth), nextn_accept_rates: Array(depth).fill(rate).join(',') } : r);
+  // No source records how often its drafts were accepted: blank rates, priced at the family's published defaults.
+  const at = (r: Row, depth: number): Row => (depth > 0 && layers > 0 ? { ...r, nextn: String(depth), nextn_accept_rates: '' } : r);
   const depth = sourceDepth(row);
   if (depth !== undefined) return { row: at(row, depth), basis: 'source configuration' };
   const deployed = sourceDeployment(row);
