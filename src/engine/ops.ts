@@ -185,7 +185,10 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
         // Engines that free the KV blocks behind a sliding window hold only the window's tokens of those layers,
         // so their decode kernel reads no more (measured kernels given the whole cache may read it all).
         const freed = k.window > 0 && prof.kvWindowSavesMemory;
-        const gq = { kvLen: freed ? Math.min(shape.dcKv, k.window) : shape.dcKv, heads: a.heads, kvHeads: kvh, headDim: a.cacheDim, kvDtype: ctx.kvDtype, window: freed ? 0 : k.window };
+        const gq = {
+          kvLen: freed ? Math.min(shape.dcKv, k.window) : shape.dcKv, heads: a.heads, kvHeads: kvh, headDim: a.cacheDim,
+          kvDtype: ctx.kvDtype, window: freed ? 0 : k.window,
+        };
         const solOf = (b: number, queries: number): number =>
           generationAttentionSol(qc.peaks, b, gq.kvLen, gq.heads, gq.kvHeads, gq.headDim, gq.kvDtype, gq.window, queries);
         add(t, 'attention_decode', n * readKvOnce(q, (b) => perf.generationAttention({ ...gq, batch: b }), dcSeqs, solOf));
