@@ -533,6 +533,9 @@ function expertSlots(experts: number, moeEp: number): number {
   return Math.ceil(experts / moeEp) * moeEp;
 }
 
+/** Bytes per element of NVFP4 activations: 4-bit values and an 8-bit scale per 16 of them. */
+const NVFP4_BYTES_PER_ELEMENT = 0.5 + 1 / 16;
+
 /** Expert-parallel groups wider than one 8-GPU board route tokens with all-to-all (DeepEP, wide-EP kernels). */
 const ALLTOALL_EP_MIN = 16;
 
@@ -550,7 +553,12 @@ function moeCommMs(ctx: EngineContext, prof: BackendProfile, layout: ParallelLay
     // Dispatch each token to its top-k experts' GPUs and combine the results back: only routed copies move.
     // The tp ranks of a dp group hold the same tokens after attention, so each dispatches a 1/tp share.
     const elements = Math.ceil(T / tp) * h * Math.min(ctx.model.moe?.topK ?? 1, layout.moeEp);
-    return 2 * perf.nccl('alltoall', { dtype: 'bfloat16', gpus, elements, crossNode: cross });
+    const combine = perf.nccl('alltoall', { dtype: 'bfloat16', gpus, elements, crossNode: cross });
+    // TRT-LLM quantizes NVFP4 experts' activations before dispatching them (its post-quant all-to-all, on by
+    // default), so they travel at NVFP4's bytes; the combine returns bf16.
+    const postQuant = ctx.backend === 'trtllm' && ctx.moeDtype === 'nvfp4';
+    const dispatchElements = postQuant ? Math.ceil((elements * NVFP4_BYTES_PER_ELEMENT) / DTYPE_BYTES.bfloat16) : elements;
+    return combine + perf.nccl('alltoall', { dtype: 'bfloat16', gpus, elements: dispatchElements, crossNode: cross });
   }
   if (dp > 1) {
     const elements = T * h * dp;

@@ -285,6 +285,17 @@ describe('kernels as the engines choose them', () => {
     const tooWide = estimateAgg(testCtx('Qwen/Qwen3-30B-A3B', { backend: 'trtllm', version: '1.2.0rc5' }), { tp: 1, pp: 1, dp: 256, moeTp: 1, moeEp: 256, batchSize: 16, maxNumTokens: 8192 });
     expect(isRefusal(tooWide) && /exceeds the 128 experts/.test(tooWide.reason)).toBe(true);
   });
+  it('TRT-LLM dispatches NVFP4 experts\' tokens quantized (post-quant all-to-all); the combine returns bf16', () => {
+    const comm = (backend: 'trtllm' | 'sglang', version: string, moe: 'nvfp4' | 'fp8_block') => stepCost(
+      testCtx('deepseek-ai/DeepSeek-V3', { system: 'gb200_sxm', backend, version, moe, workload: { isl: 1024, osl: 1024 } }),
+      { tp: 1, pp: 1, dp: 32, moeTp: 1, moeEp: 32 }, { pfBatch: 0, pfSeq: 0, pfPrefix: 0, dcBatch: 32 * 256, dcKv: 1536 }).byOp.moe_comm!;
+    const bf16Both = comm('trtllm', '1.2.0rc5', 'fp8_block');
+    const fp4Dispatch = comm('trtllm', '1.2.0rc5', 'nvfp4');
+    // Bulk messages: dispatch at 0.5625 of bf16's bytes, combine unchanged, so about (1 + 0.28) / 2 of the traffic.
+    expect(fp4Dispatch / bf16Both).toBeGreaterThan(0.55);
+    expect(fp4Dispatch / bf16Both).toBeLessThan(0.75);
+    expect(comm('sglang', '0.5.9', 'nvfp4')).toBeCloseTo(bf16Both, 9);
+  });
 });
 
 describe('MXFP4 experts on fp4 tensor cores', () => {
