@@ -13,6 +13,7 @@ import type { RankedCandidate, SearchInputs } from '../search/types.js';
 import { escapeControl } from '../util/text.js';
 import { clusterOf, deployDocuments, renderDocuments, YAML_OPTIONS } from './k8s.js';
 import { InputError } from '../util/errors.js';
+import { rethrowWriteError } from '../util/files.js';
 import { insideDir } from './naming.js';
 import { derivePlan, type PlanInput } from './plan.js';
 import { withPlanner, type PlannerSettings } from './planner.js';
@@ -144,9 +145,7 @@ export async function writeHandoff(
       }
     }
   } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code && ['EACCES', 'EPERM', 'EROFS', 'ENOSPC', 'ENOTDIR', 'EEXIST', 'EISDIR'].includes(code)) throw new InputError(`${flag} ${dir}: cannot write there (${code})`);
-    throw e;
+    rethrowWriteError(e, `${flag} ${dir}: cannot write there`);
   } finally {
     rmSync(tmp, { recursive: true, force: true });
   }

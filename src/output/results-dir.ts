@@ -9,6 +9,7 @@ import { basename, dirname, join, resolve, sep } from 'node:path';
 import type { EngineContext } from '../engine/types.js';
 import type { Mode, SearchResult } from '../search/types.js';
 import { InputError, UnsupportedError } from '../util/errors.js';
+import { rethrowWriteError } from '../util/files.js';
 import { renderParetoChart } from './chart.js';
 import { buildCandidatesCsv } from './csv.js';
 import { buildExpConfig } from './exp-config.js';
@@ -170,7 +171,7 @@ export async function writeResultsDir(saveDir: string, result: SearchResult, ctx
   } catch (e) {
     throw new InputError(`--save-dir ${root}: cannot create it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
   }
-  const release = await acquireLock(root, slug, target).catch((e: unknown) => unwritable(root, e));
+  const release = await acquireLock(root, slug, target).catch((e: unknown) => rethrowWriteError(e, `--save-dir ${root}: cannot write results`));
   try {
     await removeStaleTemporaries(root, slug);
     if (existsSync(target) && !opts.force) {
@@ -178,21 +179,13 @@ export async function writeResultsDir(saveDir: string, result: SearchResult, ctx
     }
     await writeTree(root, slug, target, files);
   } catch (e) {
-    unwritable(root, e);
+    // A directory the user cannot write to (or a full disk) is bad input, not an internal error.
+    rethrowWriteError(e, `--save-dir ${root}: cannot write results`);
   } finally {
     await release();
   }
   for (const w of warnings) process.stderr.write(`warning: ${w}\n`);
   return target;
-}
-
-/** Rethrow `e`; a directory the user cannot write to (or a full disk) is bad input, not an internal error. */
-function unwritable(root: string, e: unknown): never {
-  const code = (e as NodeJS.ErrnoException).code;
-  if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS' || code === 'ENOSPC') {
-    throw new InputError(`--save-dir ${root}: cannot write results (${code})`);
-  }
-  throw e;
 }
 
 async function writeTree(root: string, slug: string, target: string, files: TreeFile[]): Promise<void> {

@@ -440,13 +440,14 @@ export function resolvedModel(cal: SystemCalibration, backend: string, version: 
  */
 function kinKernels(cal: SystemCalibration, backend: string, version: string, op: ModelOp, base: OpModel, kin?: SystemCalibration): Record<string, GroupModel> {
   const out: Record<string, GroupModel> = {};
-  const from = kin && op === 'moe' ? pickSource(kin, backend, version, op) : undefined;
-  if (!from || !from.startsWith(`${backend}/`)) return out;
-  const theirs = resolvedModel(kin!, backend, version, op, from);
+  if (!kin || op !== 'moe') return out;
+  const from = pickSource(kin, backend, version, op);
+  if (!from?.startsWith(`${backend}/`)) return out;
+  const theirs = resolvedModel(kin, backend, version, op, from);
   if (!theirs || !sameLattice(base, theirs)) return out;
   const timedHere = new Set(Object.values(cal.sources).flatMap((ops) => Object.keys(ops[op]?.groups ?? {})));
   for (const [g, gm] of Object.entries(theirs.groups)) {
-    if (g.endsWith(`|${LOW_LATENCY}`) && !timedHere.has(g)) out[g] = { ...gm, kin: `${kin!.system} ${from}` };
+    if (g.endsWith(`|${LOW_LATENCY}`) && !timedHere.has(g)) out[g] = { ...gm, kin: `${kin.system} ${from}` };
   }
   return out;
 }

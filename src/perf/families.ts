@@ -297,7 +297,6 @@ export function familyGroupOf(m: OpModel, group: string): { key: string; g: Grou
   return best ? { key: best, g: m.groups[best]! } : undefined;
 }
 
-
 /** Constant efficiency and launch overhead (ms) of a part without a fitted model. */
 export const FAMILY_ROOFLINE: Record<string, { eff: number; fixed: number }> = {
   conv: { eff: 0.5, fixed: 0.004 },

@@ -68,10 +68,16 @@ export function writeFileAtomic(flag: string, path: string, content: string | Ui
     renameSync(tmp, path);
   } catch (err) {
     rmSync(tmp, { force: true });
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code && ['EACCES', 'EPERM', 'EISDIR', 'ENOENT', 'ENOTDIR', 'EROFS', 'ENOSPC', 'ENAMETOOLONG', 'EEXIST'].includes(code)) {
-      throw new InputError(`${flag} ${path}: cannot write there (${code})`);
-    }
-    throw err;
+    rethrowWriteError(err, `${flag} ${path}: cannot write there`);
   }
+}
+
+/** Codes of a write that failed because of where it went (permissions, a full or read-only disk, a bad path). */
+const PLACE_ERRORS = new Set(['EACCES', 'EPERM', 'EISDIR', 'ENOENT', 'ENOTDIR', 'EROFS', 'ENOSPC', 'ENAMETOOLONG', 'EEXIST']);
+
+/** Rethrow a failed write: as an InputError `message (CODE)` when the place was at fault (bad input, exit 2), else as is. */
+export function rethrowWriteError(err: unknown, message: string): never {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code && PLACE_ERRORS.has(code)) throw new InputError(`${message} (${code})`);
+  throw err;
 }
