@@ -258,8 +258,9 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
       const moeTokens = Math.min(T * dp, shape.pfBatch * shape.pfSeq + shape.dcBatch * q);
       // Latent experts run in their own width between a down and an up projection (Nemotron-3 moe_latent_size).
       if (e.latentSize) add(t, 'moe_latent', n * (gemmMs(perf, qc, gd, T, e.latentSize, h) + gemmMs(perf, qc, gd, T, h, e.latentSize)));
+      const routed = randomRouting(moeTokens, e.topK, e.numExperts);
       const moeQ: MoeQuery = {
-        dtype: ctx.moeDtype, tokens: balancedEquivalentTokens(moeTokens, e.topK, e.numExperts), hidden: e.latentSize ?? h,
+        dtype: ctx.moeDtype, tokens: routed.tokens, hidden: e.latentSize ?? h,
         inter: expertWidth(m), topk: e.topK, experts: expertSlots(e.numExperts, layout.moeEp),
         moeTp: layout.moeTp, moeEp: layout.moeEp,
         trtllmGen: !ctx.engineDefaultMoe && trtllmGenMoe(prof, ctx.moeDtype, system, layout),
@@ -270,7 +271,7 @@ export function stepCost(ctx: EngineContext, layout: ParallelLayout, shape: Step
       if (moeQ.dtype === 'mxfp4' && prof.mxfp4ViaFp4Moe && (system.gpu.tflops.nvfp4 ?? 0) > 0) {
         experts = Math.min(experts, perf.moe({ ...moeQ, dtype: 'nvfp4' }));
       }
-      add(t, 'moe_experts', n * experts);
+      add(t, 'moe_experts', n * experts * routed.share);
       // Beside the routed experts on a second stream only the part of the shared experts that outlasts them shows.
       add(t, 'moe_shared', n * (sharedAside ? Math.max(0, shared - experts) : shared));
       add(t, 'moe_comm', n * moeCommMs(ctx, prof, layout, T, perf));
@@ -516,16 +517,19 @@ function prefixShare(seq: number, prefix: number): number {
 }
 
 /**
- * Tokens a balanced-routing MoE table must be asked for to touch as many distinct experts as `tokens` routed at
- * random do. The tables were measured with balanced routing: below tokens x topk = experts every routed copy lands
- * on an expert of its own. Routers pick experts independently per token, so copies collide and fewer expert
- * weights stream (32 tokens x top-4 of 128 experts: 82 distinct, not 128); the memory-bound expert kernels cost
- * what they read. Large batches touch every expert either way, and the count converges to `tokens`.
+ * How to price `tokens` routed at random with tables measured under balanced routing: the tokens to ask for and
+ * the share of the answer to keep. Balanced routing puts every copy on an expert of its own until tokens x topk
+ * reaches the experts, then keeps every expert busy. Routers pick experts independently per token, so copies
+ * collide and fewer expert weights stream (32 tokens x top-4 of 128 experts: 82 distinct, not 128), and the
+ * memory-bound expert kernels cost what they read. Below that point the table is asked for as many tokens as touch
+ * that many experts; above it the table reads every expert and keeps the share random routing touches (48 tokens
+ * x top-8 of 256: 78%). Large batches touch every expert either way, and the share converges to 1.
  */
-export function balancedEquivalentTokens(tokens: number, topk: number, experts: number): number {
-  if (tokens <= 1 || topk >= experts) return tokens;
-  const distinct = experts * (1 - (1 - topk / experts) ** tokens);
-  return (tokens * distinct) / Math.min(experts, tokens * topk);
+export function randomRouting(tokens: number, topk: number, experts: number): { tokens: number; share: number } {
+  if (tokens <= 1 || topk >= experts) return { tokens, share: 1 };
+  const touched = 1 - (1 - topk / experts) ** tokens;
+  if (tokens * topk <= experts) return { tokens: (touched * experts) / topk, share: 1 };
+  return { tokens, share: touched };
 }
 
 /** Expert slots of an expert-parallel group: redundant slots fill a width that does not divide the experts. */

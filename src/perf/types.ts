@@ -54,7 +54,7 @@ export interface MoeQuery {
   moeEp: number;
   /**
    * Expert routing (MOE_DISTRIBUTIONS). Unset: balanced where the tables have it, else the routing they hold
-   * (the engine prices routing itself, see balancedEquivalentTokens).
+   * (the engine prices routing itself, see randomRouting).
    */
   distribution?: string;
   /**

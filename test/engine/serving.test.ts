@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { estimateAgg, estimateDisagg, isRefusal, kvTransferMs, stepCost, layerKinds } from '../../src/engine/index.js';
-import { balancedEquivalentTokens } from '../../src/engine/ops.js';
+import { randomRouting } from '../../src/engine/ops.js';
 import { hostOverheadMs } from '../../src/engine/steps.js';
 import { backendProfile } from '../../src/engine/backends.js';
 import { loadSystem } from '../../src/inputs/systems.js';
@@ -149,17 +149,19 @@ describe('step latencies', () => {
   });
   it('randomly routed tokens touch fewer distinct experts than the balanced tables assume', () => {
     // 32 tokens x top-4 of 128 experts: 81.7 distinct experts, as many as 20.4 tokens routed one copy per expert.
-    expect(balancedEquivalentTokens(32, 4, 128)).toBeCloseTo(20.4, 1);
-    expect(balancedEquivalentTokens(1, 8, 256)).toBe(1);
-    // Rising with the batch, never above it, and converging to it once every expert is busy.
+    expect(randomRouting(32, 4, 128)).toEqual({ tokens: expect.closeTo(20.4, 1), share: 1 });
+    expect(randomRouting(1, 8, 256)).toEqual({ tokens: 1, share: 1 });
+    // Past one copy per expert the table reads every expert: 48 tokens x top-8 of 256 touch 78% of them.
+    expect(randomRouting(48, 8, 256)).toEqual({ tokens: 48, share: expect.closeTo(0.782, 3) });
+    // The priced work (tokens x share) rises with the batch, never above it, and converges to it.
     let prev = 0;
-    for (const t of [1, 2, 4, 8, 16, 32, 64, 128, 512, 4096]) {
-      const e = balancedEquivalentTokens(t, 8, 256);
-      expect(e).toBeGreaterThan(prev);
-      expect(e).toBeLessThanOrEqual(t);
-      prev = e;
+    for (const t of [1, 2, 4, 8, 16, 32, 33, 64, 128, 512, 4096]) {
+      const r = randomRouting(t, 8, 256);
+      expect(r.tokens * r.share).toBeGreaterThan(prev);
+      expect(r.tokens * r.share).toBeLessThanOrEqual(t);
+      prev = r.tokens * r.share;
     }
-    expect(balancedEquivalentTokens(4096, 8, 256) / 4096).toBeCloseTo(1, 6);
+    expect(randomRouting(4096, 8, 256).share).toBeCloseTo(1, 6);
   });
   it('shared experts hide beside the routed experts in decode-sized steps on engines that run them on a second stream', () => {
     const L8 = { tp: 8, pp: 1, dp: 1, moeTp: 8, moeEp: 1 };
