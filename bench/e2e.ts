@@ -619,7 +619,11 @@ async function main(): Promise<void> {
   table('dev rows by speculative decoding (rows with and without MTP, as set by withSourceKnowledge)', supported, (r) => `${r.kind} ${r.mode}, ${r.speculation ?? 'no speculation'}`);
   table('MoE dev rows by where their speculative decoding is known from (bench/dev-sources.ts)', supported.filter((r) => r.kind === 'moe'),
     (r) => `${r.mode}, ${r.speculationBasis ?? 'assumed'}, ${(r.speculation ?? 'no speculation') === 'no speculation' ? 'no speculation' : 'MTP'}`);
-  table('dev rows with and without speculative decoding', supported, (r) => (r.speculation ?? 'no speculation') === 'no speculation' ? 'without speculation' : 'with MTP');
+  // MTP rows are those whose source says how they drafted; rows priced with MTP by a source rule alone (their
+  // source records neither speculation nor deployment) are a group of their own.
+  table('dev rows with and without speculative decoding', supported, (r) =>
+    (r.speculation ?? 'no speculation') === 'no speculation' ? 'without speculation'
+      : r.speculationBasis === 'assumed' ? 'MTP assumed by source rule (not recorded)' : 'with MTP (as recorded or configured by the source)');
   table('dev rows by system', supported, (r) => r.system);
   table('dev rows by backend and mode', supported, (r) => `${r.backend} ${r.mode}`);
   table('dev rows by model family and mode', devRes, (r) => `${r.family} ${r.mode}`);
