@@ -122,8 +122,9 @@ export function aggPoint(ctx: EngineContext, cfg: AggConfig, clients: number, me
   const tFull = pfStep(g);
   const life = D + k;
   // Steady state: completions are spread out, so a new prompt mostly shares its step with the few that
-  // arrived during the previous step.
-  const gSteady = Math.max(1, Math.min(g, Math.round(1 + (n - 1) / life)));
+  // arrived during the previous step (the previous `recvEvery`, where the scheduler takes requests in only so often).
+  const recvEvery = ctx.schedulerRecvInterval ?? 1;
+  const gSteady = Math.max(1, Math.min(g, Math.round(1 + ((n - 1) * recvEvery) / life)));
   const tOwn = gSteady === g ? tFull : pfStep(gSteady);
   // Marginal cost of one prompt chunk on top of the decode work the step does anyway, at the grouping the
   // prompts arrive in: a step's fixed costs (weights, all experts at prefill sizes) are shared by gSteady
@@ -149,7 +150,8 @@ export function aggPoint(ctx: EngineContext, cfg: AggConfig, clients: number, me
   const mixSteps = Math.min(iters, ((n - 1) * k) / gSteady); // the other clients' prompts
   const decSteps = iters - mixSteps;
   const inFlight = (mixSteps * tOwn * tOwn + decSteps * tDec * tDec) / (2 * (mixSteps * tOwn + decSteps * tDec));
-  const residual = inFlight + (prof.outputLagSteps ?? 0) * tDec;
+  // A scheduler taking requests in every `recvEvery` steps leaves a new prompt (recvEvery - 1) / 2 more steps waiting.
+  const residual = inFlight + ((recvEvery - 1) / 2) * tIter + (prof.outputLagSteps ?? 0) * tDec;
   // The first round arrives at once and queues behind the whole burst of prompts. Chunked prompts pack the
   // burst's steps to the full budget (the tail of one prompt and the head of the next), so those steps cost a
   // full budget of prompt tokens, and prompt i is done at step ceil(i x isle / budget); whole prompts go g to a step.

@@ -48,6 +48,8 @@ export const ROW_COUNT_COLUMNS = [
 
 /** Above this a count or a length is a typo, not a deployment. */
 const MAX_CELL = 10_000_000;
+/** Longest SGLang --scheduler-recv-interval a row may state (serving recipes use 10 to 30). */
+const MAX_RECV_INTERVAL = 1000;
 
 const decimal = /^[+]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i;
 const numberText = (v: string) => decimal.test(v.trim()) && Number(v) <= MAX_CELL;
@@ -64,6 +66,7 @@ export const rowNumbersSchema = z.object({
   ...Object.fromEntries(ROW_COUNT_COLUMNS.map((c) => [c, countCell])),
   nextn: z.string().optional().refine((v) => v === undefined || v.trim() === '' || (/^\d+$/.test(v.trim()) && Number(v) <= MAX_NEXTN), 'a draft depth'),
   nextn_accept_rates: z.string().optional().refine((v) => v === undefined || parseAcceptRates(v) !== undefined, 'acceptance rates'),
+  scheduler_recv_interval: z.string().optional().refine((v) => v === undefined || v.trim() === '' || (/^\d+$/.test(v.trim()) && Number(v) >= 1 && Number(v) <= MAX_RECV_INTERVAL), 'steps'),
 });
 
 /** Throw an InputError naming `where` (e.g. "file.csv line 7") and the first malformed numeric column of a row. */
@@ -76,6 +79,7 @@ export function checkRowNumbers(row: Row, where: string): void {
   const want = col === 'isl' || col === 'osl' ? `a positive number up to ${MAX_CELL}`
     : col === 'nextn' ? `blank or a whole number of draft tokens from 0 to ${MAX_NEXTN}`
     : col === 'nextn_accept_rates' ? 'blank or acceptance rates in (0, 1], one per draft position (e.g. "0.85,0.5,0.4")'
+    : col === 'scheduler_recv_interval' ? `blank or a whole number of steps from 1 to ${MAX_RECV_INTERVAL}`
     : `blank or a non-negative number up to ${MAX_CELL}`;
   throw new InputError(`${where}, column "${col}": ${v === undefined ? 'missing' : quote(v)} is not ${want}`);
 }
@@ -239,6 +243,19 @@ export function rowSpeculation(row: Row, model: ModelSpec): Speculation | undefi
   }
 }
 
+/**
+ * How often the server takes in new requests, from the row's `scheduler_recv_interval` column (blank or 1: every
+ * step). It is SGLang's --scheduler-recv-interval, priced for aggregated servers: any other engine, or a
+ * disaggregated row, stating more than 1 is refused with the reason.
+ */
+export function rowRecvInterval(row: Row): { steps: number } | Refusal | undefined {
+  const steps = Number((row.scheduler_recv_interval ?? '').trim() || '1');
+  if (steps <= 1) return undefined;
+  const reason = row.backend !== 'sglang' ? `is SGLang's --scheduler-recv-interval; ${row.backend} has no such setting`
+    : row.mode === 'disagg' ? 'is priced for aggregated SGLang servers only, not for disaggregated pools' : undefined;
+  return reason ? { refused: true, constraint: 'engine', reason: `scheduler_recv_interval ${steps} ${reason}` } : { steps };
+}
+
 /** Estimate one row (context built by the caller from its model, system and engine). */
 export function estimateRow(row: Row, inp: RowInputs): Estimate | Refusal {
   const dt = rowDtypes(row, inp.model);
@@ -251,6 +268,9 @@ export function estimateRow(row: Row, inp: RowInputs): Estimate | Refusal {
   const spec = rowSpeculation(row, inp.model);
   if (spec && 'refused' in spec) return spec;
   if (spec) ctx.speculation = spec;
+  const recv = rowRecvInterval(row);
+  if (recv && 'refused' in recv) return recv;
+  if (recv) ctx.schedulerRecvInterval = recv.steps;
   if (row.mode === 'disagg') {
     let cfg = rowDisaggConfig(row, inp.backend, inp.version, inp.system.gpu);
     cfg = { prefill: cfg.prefill, decode: wideEpLayout(ctx, cfg.decode) };

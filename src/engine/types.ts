@@ -38,6 +38,11 @@ export interface EngineContext {
   speculation?: Speculation;
   /** The engine's default MoE backend rather than the one our deployments set (trtllm-bench runs; see trtllmGenMoe). */
   engineDefaultMoe?: boolean;
+  /**
+   * SGLang's --scheduler-recv-interval: while it decodes, its scheduler takes in new requests every this many
+   * steps (1, the default and what our deployments run: every step). Only rows that state it set it.
+   */
+  schedulerRecvInterval?: number;
 }
 
 export type SpeculativeMethod = 'mtp' | 'eagle3';

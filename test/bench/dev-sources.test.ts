@@ -1,7 +1,7 @@
 // What the benchmark sets on dev rows from their source (bench/dev-sources.ts): InferenceX's sweeps are priced as
 // that project's published configuration ran them; other rows keep the columns they record.
 import { describe, expect, it } from 'vitest';
-import { sourceDeployment, sourceDepth, withSourceKnowledge } from '../../bench/dev-sources.js';
+import { sourceDeployment, sourceDepth, sourceRecvInterval, withSourceKnowledge } from '../../bench/dev-sources.js';
 import type { Row } from '../../src/engine/rows.js';
 import type { ModelSpec } from '../../src/inputs/types.js';
 
@@ -33,16 +33,33 @@ describe('InferenceX agg rows', () => {
     const r: Row = { ...qwenAgg('lmsysorg/sglang:v0.5.9-cu130', 8, 1), model_path: 'deepseek-ai/DeepSeek-R1' };
     r.silicon_data_source = r.silicon_data_source!.replace('model=Qwen3.5-397B', 'model=DeepSeek-R1');
     expect(sourceDepth(r)).toBeUndefined();
-    expect(withSourceKnowledge(r, mtpModel)).toEqual({ row: r, basis: 'assumed' });
+    expect(withSourceKnowledge(r, mtpModel)).toEqual({ row: { ...r, scheduler_recv_interval: '30' }, basis: 'assumed' });
   });
 
   it('other sources and recorded columns are kept as they are', () => {
     const other = { ...qwenAgg('x', 4, 1), silicon_data_source: 'db-dump/2026-03-01; config_id=12; silicon_concurrency=16' };
     expect(withSourceKnowledge(other, mtpModel)).toEqual({ row: other, basis: 'assumed' });
-    const recorded = { ...qwenAgg('lmsysorg/sglang:v0.5.9-cu130', 4, 1), nextn: '1' };
+    const recorded = { ...qwenAgg('lmsysorg/sglang:v0.5.9-cu130', 4, 1), nextn: '1', scheduler_recv_interval: '1' };
     expect(withSourceKnowledge(recorded, mtpModel)).toEqual({ row: recorded, basis: 'recorded' });
     // A model without MTP layers drafts nothing, whatever the sweep ran.
     expect(withSourceKnowledge(qwenAgg('lmsysorg/sglang:v0.5.9-cu130', 4, 1), plainModel).row.nextn).toBeUndefined();
+  });
+});
+
+describe("InferenceX's SGLang launch scripts", () => {
+  it('take requests in every 10 steps below 16 clients and every 30 from 16 on B200, as the scripts set', () => {
+    expect(sourceRecvInterval(qwenAgg('lmsysorg/sglang:v0.5.9-cu130-amd64', 8, 1, 8))).toBe(10);
+    expect(sourceRecvInterval(qwenAgg('lmsysorg/sglang:v0.5.9-cu130-amd64', 8, 1, 16))).toBe(30);
+    expect(withSourceKnowledge(qwenAgg('lmsysorg/sglang:v0.5.9-cu130-amd64', 8, 1, 64), plainModel).row.scheduler_recv_interval).toBe('30');
+  });
+
+  it('keep 10 at every load where the script does (Qwen3.5 FP8 on B300), and leave Hopper, GLM-5 and other sources alone', () => {
+    expect(sourceRecvInterval({ ...qwenAgg('lmsysorg/sglang:v0.5.10.post1-cu130', 4, 1, 64), system: 'b300_sxm' })).toBe(10);
+    expect(sourceRecvInterval({ ...qwenAgg('lmsysorg/sglang:v0.5.9-cu129-amd64', 8, 8, 64), system: 'h200_sxm' })).toBe(1);
+    const glm = qwenAgg('lmsysorg/sglang:v0.5.9-cu130', 8, 1, 64);
+    glm.silicon_data_source = glm.silicon_data_source!.replace('model=Qwen3.5-397B', 'model=GLM-5');
+    expect(sourceRecvInterval(glm)).toBe(1);
+    expect(sourceRecvInterval({ ...qwenAgg('x', 4, 1), silicon_data_source: 'db-dump/2026-03-01; config_id=12; silicon_concurrency=16' })).toBeUndefined();
   });
 });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkRowNumbers, parseCsv, releaseOfBuild, rowAggConfig, rowConcurrency, rowDisaggConfig, rowDtypes } from '../../src/engine/rows.js';
+import { checkRowNumbers, parseCsv, releaseOfBuild, rowAggConfig, rowConcurrency, rowDisaggConfig, rowDtypes, rowRecvInterval } from '../../src/engine/rows.js';
 import { InputError } from '../../src/util/errors.js';
 import { findBundled } from '../../src/inputs/registry.js';
 import { loadSystem } from '../../src/inputs/systems.js';
@@ -25,6 +25,17 @@ describe('e2e rows', () => {
     const h100 = loadSystem('h100_sxm').gpu;
     expect(() => rowAggConfig({ mode: 'agg', tp_size: 'two', batch_size: '8', silicon_data_source: '' }, 'vllm', '0.12.0', h100)).toThrow(/column "tp_size": "two" is not a number/);
     expect(rowAggConfig({ mode: 'agg', tp_size: '2', attention_dp_size: '0', batch_size: '', silicon_data_source: '' }, 'vllm', '0.12.0', h100)).toMatchObject({ tp: 2, dp: 1, batchSize: 1 });
+  });
+  it('scheduler_recv_interval: blank or 1 is every step; more is SGLang agg only, refused elsewhere with the reason', () => {
+    const row = { backend: 'sglang', mode: 'agg', isl: '1024', osl: '1024' };
+    expect(rowRecvInterval({ ...row, scheduler_recv_interval: '' })).toBeUndefined();
+    expect(rowRecvInterval({ ...row, scheduler_recv_interval: '1' })).toBeUndefined();
+    expect(rowRecvInterval({ ...row, scheduler_recv_interval: '30' })).toEqual({ steps: 30 });
+    expect(rowRecvInterval({ ...row, backend: 'vllm', scheduler_recv_interval: '30' })).toMatchObject({ refused: true, reason: expect.stringMatching(/SGLang's --scheduler-recv-interval; vllm has no such setting/) });
+    expect(rowRecvInterval({ ...row, mode: 'disagg', scheduler_recv_interval: '10' })).toMatchObject({ refused: true, reason: expect.stringMatching(/aggregated SGLang servers only/) });
+    for (const v of ['0', '2.5', 'ten', '5000']) {
+      expect(() => checkRowNumbers({ ...row, scheduler_recv_interval: v }, 'f.csv line 3')).toThrow(`f.csv line 3, column "scheduler_recv_interval": ${JSON.stringify(v)} is not blank or a whole number of steps from 1 to 1000`);
+    }
   });
   it('concurrency: silicon_concurrency when given, else batch_size per attention-dp rank x dp', () => {
     expect(rowConcurrency({ mode: 'disagg', silicon_data_source: 'db; silicon_concurrency=96; x' })).toBe(96);

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { estimateAgg, estimateDisagg, isRefusal } from '../../src/engine/index.js';
 import { adpBalanceWaitMs, aggMemory, aggPoint, burstMeanSteps } from '../../src/engine/agg.js';
 import { speculationOf } from '../../src/engine/speculation.js';
-import { rowAggConfig, rowAggReplicas } from '../../src/engine/rows.js';
+import { estimateRow, rowAggConfig, rowAggReplicas } from '../../src/engine/rows.js';
 import { backendProfile } from '../../src/engine/backends.js';
 import { trtllmReleaseOf } from '../../src/inputs/dynamo-runtime.js';
 import { loadSystem } from '../../src/inputs/systems.js';
@@ -41,6 +41,22 @@ describe('scheduler details of aggregated serving', () => {
     const prof = (system: string) => backendProfile('vllm', '0.19.0', loadSystem(system).gpu);
     for (const s of ['h100_sxm', 'h200_sxm', 'b200_sxm']) expect(prof(s)).toMatchObject({ maxNumTokens: 8192, maxBatchSize: 1024 });
     for (const s of ['a100_sxm', 'l40s']) expect(prof(s)).toMatchObject({ maxNumTokens: 2048, maxBatchSize: 256 });
+  });
+
+  it("SGLang's --scheduler-recv-interval: a new prompt waits (R - 1) / 2 more steps to be taken in; decode is unchanged", () => {
+    const ctx = testCtx('meta-llama/Llama-3.1-70B', { system: 'b200_sxm', backend: 'sglang', version: '0.5.9', gemm: 'fp8', kv: 'fp8', workload: { isl: 1024, osl: 1024 } });
+    const cfg = agg(4, 64);
+    const at = (r: number | undefined) => {
+      const c = r === undefined ? ctx : { ...ctx, schedulerRecvInterval: r };
+      return aggPoint(c, cfg, 64, aggMemory(c, cfg) as MemoryPicture);
+    };
+    const every = at(undefined);
+    const thirty = at(30);
+    expect(at(1)).toEqual(every);
+    const tpot = every.tpotMs;
+    expect(thirty.ttftParts.stepInFlight - every.ttftParts.stepInFlight).toBeGreaterThan(13 * tpot);
+    expect(thirty.ttftParts.stepInFlight - every.ttftParts.stepInFlight).toBeLessThan(16 * tpot);
+    expect(Math.abs(thirty.tpotMs / tpot - 1)).toBeLessThan(0.05);
   });
 
   it('a prompt just over the token budget costs about one prompt of prefill, not two full chunks', () => {
@@ -238,6 +254,19 @@ describe('e2e rows: benchmark concurrency spread over replicas', () => {
     const dpRow = { ...row, tp_size: '1', attention_dp_size: '64', batch_size: '4', silicon_data_source: 'silicon_concurrency=256' };
     expect(rowAggConfig(dpRow, 'trtllm', '1.2.0rc5', loadSystem('h100_sxm').gpu)).toMatchObject({ tp: 1, dp: 8, moeTp: 1, moeEp: 8, batchSize: 256 });
     expect(rowAggReplicas(dpRow)).toBe(1);
+  });
+  it('a row stating scheduler_recv_interval is priced with it (TTFT), whatever its provenance says', () => {
+    const c = testCtx('meta-llama/Llama-3.1-70B', { system: 'b200_sxm', backend: 'sglang', version: '0.5.9' });
+    const inp = { model: c.model, system: c.system, backend: c.backend, version: c.version, perf: c.perf };
+    const row = { ...base, backend: 'sglang', backend_version: '0.5.9', system: 'b200_sxm', precision: 'fp8', isl: '1024', osl: '1024', batch_size: '64', silicon_data_source: 'silicon_concurrency=64' };
+    const ttft = (r: Record<string, string>) => {
+      const e = estimateRow(r, inp);
+      if (isRefusal(e)) throw new Error(e.reason);
+      return e.metrics.ttftMs;
+    };
+    const plain = ttft(row);
+    expect(ttft({ ...row, scheduler_recv_interval: '30' })).toBeGreaterThan(plain * 1.5);
+    expect(ttft({ ...row, silicon_data_source: 'silicon_concurrency=64; --scheduler-recv-interval 30' })).toBe(plain);
   });
   it('concurrency equal to batch_size is one replica', () => {
     const row = { ...base, silicon_data_source: 'silicon_concurrency=16' };
