@@ -2,7 +2,7 @@
 // record no speculative decoding nor server settings, and the disaggregated ones of InferenceX's sweeps record
 // their deployment in part (no worker counts, attention DP folded into tp). For InferenceX's rows the source's own
 // published configuration and launch scripts say these (bench/sources/inferencex.json, written by
-// scripts/inferencex-configs.ts; sourceRecvInterval); for the other sources, how they ran MTP checkpoints. The
+// scripts/inferencex-configs.ts; sourceServerArgs); for the other sources, how they ran MTP checkpoints. The
 // estimator never infers any of it: it prices the columns set here (docs/engine.md "Speculative decoding").
 import { readFileSync } from 'node:fs';
 import { RECIPE_MTP_DEPTH } from '../src/engine/speculation.js';
@@ -86,21 +86,30 @@ export function sourceDeployment(row: Row): { prefill: Pool; decode: Pool; nextn
 }
 
 /**
- * SGLang's --scheduler-recv-interval in InferenceX's single-node launch scripts (benchmarks/single_node/*.sh of
- * github.com/SemiAnalysisAI/InferenceX, every version from 2025-09 to 2026-04): DeepSeek-R1 and Qwen3.5 on B200 and
- * B300 take requests in every 10 steps below 16 clients and every 30 from 16, except DeepSeek-R1 FP8 at tp 4 and
- * Qwen3.5 FP8 on B300 (10 at every load); the GLM-5 scripts, those for Hopper and attention-DP servers (which
- * SGLang's recv skipper refused) leave it at 1. Undefined for rows not from InferenceX.
+ * Server settings of InferenceX's SGLang single-node launch scripts (benchmarks/single_node/*.sh of
+ * github.com/SemiAnalysisAI/InferenceX, every version from 2025-09 to 2026-04) in the row format's columns:
+ * - scheduler_recv_interval: DeepSeek-R1 and Qwen3.5 on B200 and B300 take requests in every 10 steps below 16
+ *   clients and every 30 from 16, except DeepSeek-R1 FP8 at tp 4 and Qwen3.5 FP8 on B300 (10 at every load); the
+ *   GLM-5 scripts, those for Hopper and attention-DP servers (which SGLang's recv skipper refused) leave it at 1.
+ * - kv_cache_dtype: the quantized scripts pass --kv-cache-dtype fp8_e4m3 (as our rule for such rows assumes), but
+ *   DeepSeek-R1's and GLM-5's FP8 scripts for H200 pass none: SGLang keeps the checkpoint's bf16 KV cache ("auto").
+ * Undefined for rows not from InferenceX.
  */
-export function sourceRecvInterval(row: Row): number | undefined {
+export function sourceServerArgs(row: Row): Row | undefined {
   const run = inferencexRun(row);
   if (!run || row.backend !== 'sglang' || row.mode === 'disagg') return undefined;
   const deepseek = run.model === 'DeepSeek-R1';
   const qwen = run.model.startsWith('Qwen3.5');
-  if (!(deepseek || qwen) || !['b200_sxm', 'b300_sxm'].includes(row.system ?? '') || Number(row.attention_dp_size || 1) > 1) return 1;
   const fp8 = row.precision === 'fp8';
+  const out: Row = { scheduler_recv_interval: String(recvInterval(row, run.conc, deepseek, qwen, fp8)) };
+  if (fp8 && row.system === 'h200_sxm' && (deepseek || run.model === 'GLM-5')) out.kv_cache_dtype = 'auto';
+  return out;
+}
+
+function recvInterval(row: Row, conc: number, deepseek: boolean, qwen: boolean, fp8: boolean): number {
+  if (!(deepseek || qwen) || !['b200_sxm', 'b300_sxm'].includes(row.system ?? '') || Number(row.attention_dp_size || 1) > 1) return 1;
   if (fp8 && ((deepseek && Number(row.tp_size) === 4) || (qwen && row.system === 'b300_sxm'))) return 10;
-  return run.conc >= 16 ? 30 : 10;
+  return conc >= 16 ? 30 : 10;
 }
 
 /** Days after a configuration version last listed an entry that runs measured then may still have used it. */
@@ -126,11 +135,12 @@ function poolColumns(side: 'prefill' | 'decode', p: Pool): Row {
  * disagg rows as each source ran MTP checkpoints: TRT-LLM and SGLang recipe sweeps the recipes' depth 3, SGLang's
  * planner-generated runs the checkpoint's own depth, TRT-LLM's planner-generated runs (config_id= in the source, or
  * recorded worker counts) and vLLM (which needs an explicit speculative config) plain decoding. InferenceX's SGLang
- * agg rows also take their launch scripts' request intake (sourceRecvInterval), unless the row states its own.
+ * agg rows also take their launch scripts' request intake and KV cache format (sourceServerArgs), unless the row states its own.
  */
 export function withSourceKnowledge(recorded: Row, model: ModelSpec): { row: Row; basis: SourceBasis } {
-  const recv = (recorded.scheduler_recv_interval ?? '').trim() === '' ? sourceRecvInterval(recorded) : undefined;
-  const row = recv === undefined ? recorded : { ...recorded, scheduler_recv_interval: String(recv) };
+  // Columns the row states itself are kept.
+  const args = Object.entries(sourceServerArgs(recorded) ?? {}).filter(([k]) => (recorded[k] ?? '').trim() === '');
+  const row = args.length ? { ...recorded, ...Object.fromEntries(args) } : recorded;
   if ((row.nextn ?? '').trim() !== '') return { row, basis: 'recorded' };
   const layers = model.mtpLayers ?? 0;
   const agg = row.mode !== 'disagg';

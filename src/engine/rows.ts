@@ -50,6 +50,8 @@ export const ROW_COUNT_COLUMNS = [
 const MAX_CELL = 10_000_000;
 /** Longest SGLang --scheduler-recv-interval a row may state (serving recipes use 10 to 30). */
 const MAX_RECV_INTERVAL = 1000;
+/** A `kv_cache_dtype` cell: the engines' --kv-cache-dtype values; auto keeps the checkpoint's own (null here). */
+const KV_CELL: Record<string, Dtype | null> = { auto: null, fp8: 'fp8', fp8_e4m3: 'fp8', bf16: 'bfloat16', bfloat16: 'bfloat16', fp16: 'float16', float16: 'float16' };
 
 const decimal = /^[+]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i;
 const numberText = (v: string) => decimal.test(v.trim()) && Number(v) <= MAX_CELL;
@@ -66,6 +68,7 @@ export const rowNumbersSchema = z.object({
   ...Object.fromEntries(ROW_COUNT_COLUMNS.map((c) => [c, countCell])),
   nextn: z.string().optional().refine((v) => v === undefined || v.trim() === '' || (/^\d+$/.test(v.trim()) && Number(v) <= MAX_NEXTN), 'a draft depth'),
   nextn_accept_rates: z.string().optional().refine((v) => v === undefined || parseAcceptRates(v) !== undefined, 'acceptance rates'),
+  kv_cache_dtype: z.string().optional().refine((v) => v === undefined || v.trim() === '' || Object.hasOwn(KV_CELL, v.trim().toLowerCase()), 'a KV cache format'),
   scheduler_recv_interval: z.string().optional().refine((v) => v === undefined || v.trim() === '' || (/^\d+$/.test(v.trim()) && Number(v) >= 1 && Number(v) <= MAX_RECV_INTERVAL), 'steps'),
 });
 
@@ -79,6 +82,7 @@ export function checkRowNumbers(row: Row, where: string): void {
   const want = col === 'isl' || col === 'osl' ? `a positive number up to ${MAX_CELL}`
     : col === 'nextn' ? `blank or a whole number of draft tokens from 0 to ${MAX_NEXTN}`
     : col === 'nextn_accept_rates' ? 'blank or acceptance rates in (0, 1], one per draft position (e.g. "0.85,0.5,0.4")'
+    : col === 'kv_cache_dtype' ? `blank (the rule for the row's precision) or one of ${Object.keys(KV_CELL).join(', ')}`
     : col === 'scheduler_recv_interval' ? `blank or a whole number of steps from 1 to ${MAX_RECV_INTERVAL}`
     : `blank or a non-negative number up to ${MAX_CELL}`;
   throw new InputError(`${where}, column "${col}": ${v === undefined ? 'missing' : quote(v)} is not ${want}`);
@@ -128,8 +132,10 @@ export function rowDtypes(row: Row, model: ModelSpec): { gemmDtype: Dtype; moeDt
   // checkpoint quantize activations at most (TRT-LLM's W4A8 path on Hopper), the expert weights stay MXFP4.
   if (model.quant.moeDtype === 'mxfp4' && (moe === 'nvfp4' || moe === 'fp8' || !row.moe_quant_mode)) moe = 'mxfp4';
   if (!model.moe) moe = gemm;
-  // Quantized serving recipes run an fp8 KV cache alongside fp8 / fp4 weights.
-  const kv: Dtype = gemm === 'fp8' || gemm === 'fp8_block' || gemm === 'nvfp4' || p === 'fp8' || p === 'nvfp4' ? 'fp8' : model.kvDtype;
+  // The KV cache as the row states it, else as quantized serving recipes run it: fp8 alongside fp8 / fp4 weights.
+  const stated = (row.kv_cache_dtype ?? '').trim().toLowerCase();
+  const quantized = gemm === 'fp8' || gemm === 'fp8_block' || gemm === 'nvfp4' || p === 'fp8' || p === 'nvfp4';
+  const kv: Dtype = stated ? (KV_CELL[stated] ?? model.kvDtype) : quantized ? 'fp8' : model.kvDtype;
   return { gemmDtype: gemm, moeDtype: moe, kvDtype: kv };
 }
 

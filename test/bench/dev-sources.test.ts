@@ -1,7 +1,7 @@
 // What the benchmark sets on dev rows from their source (bench/dev-sources.ts): InferenceX's sweeps are priced as
 // that project's published configuration ran them; other rows keep the columns they record.
 import { describe, expect, it } from 'vitest';
-import { sourceDeployment, sourceDepth, sourceRecvInterval, withSourceKnowledge } from '../../bench/dev-sources.js';
+import { sourceDeployment, sourceDepth, sourceServerArgs, withSourceKnowledge } from '../../bench/dev-sources.js';
 import type { Row } from '../../src/engine/rows.js';
 import type { ModelSpec } from '../../src/inputs/types.js';
 
@@ -15,6 +15,12 @@ function qwenAgg(image: string, tp: number, ep: number, conc = 16): Row {
     isl: '1024', osl: '1024', batch_size: String(conc), tp_size: String(tp), pp_size: '1', attention_dp_size: '1', moe_tp_size: String(tp / ep), moe_ep_size: String(ep),
     silicon_data_source: `source_file=2026-03-25.csv; model=Qwen3.5-397B; silicon_concurrency=${conc}; measured=2026-03-24T10:00:00Z; wip=False; image=${image}`,
   };
+}
+
+/** The same sweep's GLM-5 FP8 row on `system`. */
+function glmAgg(system: string): Row {
+  const r: Row = { ...qwenAgg('lmsysorg/sglang:v0.5.9-cu130', 8, 1, 64), model_path: 'zai-org/GLM-5-FP8', system };
+  return { ...r, silicon_data_source: r.silicon_data_source!.replace('model=Qwen3.5-397B', 'model=GLM-5') };
 }
 
 describe('InferenceX agg rows', () => {
@@ -47,19 +53,27 @@ describe('InferenceX agg rows', () => {
 });
 
 describe("InferenceX's SGLang launch scripts", () => {
+  const recv = (r: Row) => sourceServerArgs(r)?.scheduler_recv_interval;
   it('take requests in every 10 steps below 16 clients and every 30 from 16 on B200, as the scripts set', () => {
-    expect(sourceRecvInterval(qwenAgg('lmsysorg/sglang:v0.5.9-cu130-amd64', 8, 1, 8))).toBe(10);
-    expect(sourceRecvInterval(qwenAgg('lmsysorg/sglang:v0.5.9-cu130-amd64', 8, 1, 16))).toBe(30);
+    expect(recv(qwenAgg('lmsysorg/sglang:v0.5.9-cu130-amd64', 8, 1, 8))).toBe('10');
+    expect(recv(qwenAgg('lmsysorg/sglang:v0.5.9-cu130-amd64', 8, 1, 16))).toBe('30');
     expect(withSourceKnowledge(qwenAgg('lmsysorg/sglang:v0.5.9-cu130-amd64', 8, 1, 64), plainModel).row.scheduler_recv_interval).toBe('30');
   });
 
   it('keep 10 at every load where the script does (Qwen3.5 FP8 on B300), and leave Hopper, GLM-5 and other sources alone', () => {
-    expect(sourceRecvInterval({ ...qwenAgg('lmsysorg/sglang:v0.5.10.post1-cu130', 4, 1, 64), system: 'b300_sxm' })).toBe(10);
-    expect(sourceRecvInterval({ ...qwenAgg('lmsysorg/sglang:v0.5.9-cu129-amd64', 8, 8, 64), system: 'h200_sxm' })).toBe(1);
-    const glm = qwenAgg('lmsysorg/sglang:v0.5.9-cu130', 8, 1, 64);
-    glm.silicon_data_source = glm.silicon_data_source!.replace('model=Qwen3.5-397B', 'model=GLM-5');
-    expect(sourceRecvInterval(glm)).toBe(1);
-    expect(sourceRecvInterval({ ...qwenAgg('x', 4, 1), silicon_data_source: 'db-dump/2026-03-01; config_id=12; silicon_concurrency=16' })).toBeUndefined();
+    expect(recv({ ...qwenAgg('lmsysorg/sglang:v0.5.10.post1-cu130', 4, 1, 64), system: 'b300_sxm' })).toBe('10');
+    expect(recv({ ...qwenAgg('lmsysorg/sglang:v0.5.9-cu129-amd64', 8, 8, 64), system: 'h200_sxm' })).toBe('1');
+    expect(recv(glmAgg('b200_sxm'))).toBe('1');
+    expect(sourceServerArgs({ ...qwenAgg('x', 4, 1), silicon_data_source: 'db-dump/2026-03-01; config_id=12; silicon_concurrency=16' })).toBeUndefined();
+  });
+
+  it("GLM-5 and DeepSeek-R1 FP8 on H200 keep the checkpoint's KV cache (no --kv-cache-dtype); the others' fp8 is the rule's", () => {
+    expect(sourceServerArgs(glmAgg('h200_sxm'))?.kv_cache_dtype).toBe('auto');
+    expect(sourceServerArgs(glmAgg('b200_sxm'))?.kv_cache_dtype).toBeUndefined();
+    expect(sourceServerArgs({ ...qwenAgg('lmsysorg/sglang:v0.5.9-cu129-amd64', 8, 8, 64), system: 'h200_sxm' })?.kv_cache_dtype).toBeUndefined();
+    // A column the row states is kept.
+    const stated = { ...glmAgg('h200_sxm'), kv_cache_dtype: 'fp8' };
+    expect(withSourceKnowledge(stated, plainModel).row.kv_cache_dtype).toBe('fp8');
   });
 });
 

@@ -26,6 +26,18 @@ describe('e2e rows', () => {
     expect(() => rowAggConfig({ mode: 'agg', tp_size: 'two', batch_size: '8', silicon_data_source: '' }, 'vllm', '0.12.0', h100)).toThrow(/column "tp_size": "two" is not a number/);
     expect(rowAggConfig({ mode: 'agg', tp_size: '2', attention_dp_size: '0', batch_size: '', silicon_data_source: '' }, 'vllm', '0.12.0', h100)).toMatchObject({ tp: 2, dp: 1, batchSize: 1 });
   });
+  it("kv_cache_dtype: what the row states, auto the checkpoint's own; blank keeps fp8 beside quantized weights", () => {
+    const r1 = findBundled('deepseek-ai/DeepSeek-R1')!;
+    const fp8 = { precision: 'fp8', gemm_quant_mode: 'fp8', moe_quant_mode: 'fp8' };
+    expect(rowDtypes(fp8, r1).kvDtype).toBe('fp8');
+    expect(rowDtypes({ ...fp8, kv_cache_dtype: '' }, r1).kvDtype).toBe('fp8');
+    expect(rowDtypes({ ...fp8, kv_cache_dtype: 'auto' }, r1).kvDtype).toBe(r1.kvDtype);
+    expect(rowDtypes({ ...fp8, kv_cache_dtype: 'BF16' }, r1).kvDtype).toBe('bfloat16');
+    expect(rowDtypes({ precision: 'bf16', kv_cache_dtype: 'fp8_e4m3' }, r1).kvDtype).toBe('fp8');
+    for (const v of ['int4', 'constructor']) {
+      expect(() => checkRowNumbers({ isl: '1', osl: '1', kv_cache_dtype: v }, 'f.csv line 4')).toThrow(`f.csv line 4, column "kv_cache_dtype": ${JSON.stringify(v)} is not blank (the rule for the row's precision) or one of auto, fp8`);
+    }
+  });
   it('scheduler_recv_interval: blank or 1 is every step; more is SGLang agg only, refused elsewhere with the reason', () => {
     const row = { backend: 'sglang', mode: 'agg', isl: '1024', osl: '1024' };
     expect(rowRecvInterval({ ...row, scheduler_recv_interval: '' })).toBeUndefined();
