@@ -60,7 +60,8 @@ const lengthCell = z.string().refine((v) => numberText(v) && Number(v) >= 1, 'a 
 
 /**
  * The numeric cells of a measured-run row: isl and osl positive numbers, counts blank or non-negative numbers,
- * all at most MAX_CELL. Anything else ("abc", "-4", "1e400", "NaN") is a malformed row, never a default.
+ * all at most MAX_CELL; and the optional columns stating speculation and server settings. Anything else ("abc",
+ * "-4", "1e400", "NaN") is a malformed row, never a default.
  */
 export const rowNumbersSchema = z.object({
   isl: lengthCell,
