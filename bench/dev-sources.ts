@@ -98,18 +98,18 @@ export function sourceDeployment(row: Row): { prefill: Pool; decode: Pool; nextn
 export function sourceServerArgs(row: Row): Row | undefined {
   const run = inferencexRun(row);
   if (!run || row.backend !== 'sglang' || row.mode === 'disagg') return undefined;
-  const deepseek = run.model === 'DeepSeek-R1';
-  const qwen = run.model.startsWith('Qwen3.5');
-  const fp8 = row.precision === 'fp8';
-  const out: Row = { scheduler_recv_interval: String(recvInterval(row, run.conc, deepseek, qwen, fp8)) };
-  if (fp8 && row.system === 'h200_sxm' && (deepseek || run.model === 'GLM-5')) out.kv_cache_dtype = 'auto';
+  const out: Row = { scheduler_recv_interval: String(recvInterval(row, run)) };
+  if (row.precision === 'fp8' && row.system === 'h200_sxm' && ['DeepSeek-R1', 'GLM-5'].includes(run.model)) out.kv_cache_dtype = 'auto';
   return out;
 }
 
-function recvInterval(row: Row, conc: number, deepseek: boolean, qwen: boolean, fp8: boolean): number {
+function recvInterval(row: Row, run: { model: string; conc: number }): number {
+  const deepseek = run.model === 'DeepSeek-R1';
+  const qwen = run.model.startsWith('Qwen3.5');
   if (!(deepseek || qwen) || !['b200_sxm', 'b300_sxm'].includes(row.system ?? '') || Number(row.attention_dp_size || 1) > 1) return 1;
+  const fp8 = row.precision === 'fp8';
   if (fp8 && ((deepseek && Number(row.tp_size) === 4) || (qwen && row.system === 'b300_sxm'))) return 10;
-  return conc >= 16 ? 30 : 10;
+  return run.conc >= 16 ? 30 : 10;
 }
 
 /** Days after a configuration version last listed an entry that runs measured then may still have used it. */

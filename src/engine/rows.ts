@@ -50,8 +50,6 @@ export const ROW_COUNT_COLUMNS = [
 const MAX_CELL = 10_000_000;
 /** Longest SGLang --scheduler-recv-interval a row may state (serving recipes use 10 to 30). */
 const MAX_RECV_INTERVAL = 1000;
-/** A `kv_cache_dtype` cell: the engines' --kv-cache-dtype values; auto keeps the checkpoint's own (null here). */
-const KV_CELL: Record<string, Dtype | null> = { auto: null, fp8: 'fp8', fp8_e4m3: 'fp8', bf16: 'bfloat16', bfloat16: 'bfloat16', fp16: 'float16', float16: 'float16' };
 
 const decimal = /^[+]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i;
 const numberText = (v: string) => decimal.test(v.trim()) && Number(v) <= MAX_CELL;
@@ -69,7 +67,7 @@ export const rowNumbersSchema = z.object({
   ...Object.fromEntries(ROW_COUNT_COLUMNS.map((c) => [c, countCell])),
   nextn: z.string().optional().refine((v) => v === undefined || v.trim() === '' || (/^\d+$/.test(v.trim()) && Number(v) <= MAX_NEXTN), 'a draft depth'),
   nextn_accept_rates: z.string().optional().refine((v) => v === undefined || parseAcceptRates(v) !== undefined, 'acceptance rates'),
-  kv_cache_dtype: z.string().optional().refine((v) => v === undefined || v.trim() === '' || Object.hasOwn(KV_CELL, v.trim().toLowerCase()), 'a KV cache format'),
+  kv_cache_dtype: z.string().optional().refine((v) => v === undefined || v.trim() === '' || kvCell(v) !== undefined, 'a KV cache format'),
   scheduler_recv_interval: z.string().optional().refine((v) => v === undefined || v.trim() === '' || (/^\d+$/.test(v.trim()) && Number(v) >= 1 && Number(v) <= MAX_RECV_INTERVAL), 'steps'),
 });
 
@@ -83,7 +81,7 @@ export function checkRowNumbers(row: Row, where: string): void {
   const want = col === 'isl' || col === 'osl' ? `a positive number up to ${MAX_CELL}`
     : col === 'nextn' ? `blank or a whole number of draft tokens from 0 to ${MAX_NEXTN}`
     : col === 'nextn_accept_rates' ? 'blank or acceptance rates in (0, 1], one per draft position (e.g. "0.85,0.5,0.4")'
-    : col === 'kv_cache_dtype' ? `blank (the rule for the row's precision) or one of ${Object.keys(KV_CELL).join(', ')}`
+    : col === 'kv_cache_dtype' ? `blank (the rule for the row's precision) or one of ${KV_CELLS.join(', ')}`
     : col === 'scheduler_recv_interval' ? `blank or a whole number of steps from 1 to ${MAX_RECV_INTERVAL}`
     : `blank or a non-negative number up to ${MAX_CELL}`;
   throw new InputError(`${where}, column "${col}": ${v === undefined ? 'missing' : quote(v)} is not ${want}`);
@@ -93,6 +91,18 @@ const QUANT: Record<string, Dtype> = {
   fp8: 'fp8', fp8_block: 'fp8_block', nvfp4: 'nvfp4', fp4: 'nvfp4', mxfp4: 'mxfp4', w4a16_mxfp4: 'mxfp4',
   int4_wo: 'int4_wo', int8_wo: 'int8_wo', bf16: 'bfloat16', bfloat16: 'bfloat16', fp16: 'float16', float16: 'float16',
 };
+
+/** Formats a KV cache is kept in. */
+const KV_FORMATS = new Set<Dtype>(['fp8', 'bfloat16', 'float16']);
+/** `kv_cache_dtype` cells: `auto` (the checkpoint's own), the weight-format names of KV formats, and the engines' `fp8_e4m3`. */
+const KV_CELLS = ['auto', ...Object.keys(QUANT).filter((k) => KV_FORMATS.has(QUANT[k]!)), 'fp8_e4m3'];
+
+/** The KV format a `kv_cache_dtype` cell names: null for auto, undefined for a cell that names none. */
+function kvCell(v: string): Dtype | null | undefined {
+  const c = v.trim().toLowerCase();
+  if (!KV_CELLS.includes(c)) return undefined;
+  return c === 'auto' ? null : QUANT[c === 'fp8_e4m3' ? 'fp8' : c]!;
+}
 
 const WEIGHT_ONLY = new Set<Dtype>(['int4_wo', 'int8_wo']);
 const SIXTEEN_BIT = new Set<Dtype>(['bfloat16', 'float16']);
@@ -134,9 +144,9 @@ export function rowDtypes(row: Row, model: ModelSpec): { gemmDtype: Dtype; moeDt
   if (model.quant.moeDtype === 'mxfp4' && (moe === 'nvfp4' || moe === 'fp8' || !row.moe_quant_mode)) moe = 'mxfp4';
   if (!model.moe) moe = gemm;
   // The KV cache as the row states it, else as quantized serving recipes run it: fp8 alongside fp8 / fp4 weights.
-  const stated = (row.kv_cache_dtype ?? '').trim().toLowerCase();
+  const stated = (row.kv_cache_dtype ?? '').trim() ? kvCell(row.kv_cache_dtype!) : undefined;
   const quantized = gemm === 'fp8' || gemm === 'fp8_block' || gemm === 'nvfp4' || p === 'fp8' || p === 'nvfp4';
-  const kv: Dtype = stated ? (KV_CELL[stated] ?? model.kvDtype) : quantized ? 'fp8' : model.kvDtype;
+  const kv: Dtype = stated !== undefined ? (stated ?? model.kvDtype) : quantized ? 'fp8' : model.kvDtype;
   return { gemmDtype: gemm, moeDtype: moe, kvDtype: kv };
 }
 
