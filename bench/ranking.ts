@@ -3,10 +3,14 @@
 // Reads ../shared/reference/aic-silicon/e2e/dev.csv, prices every row as bench:e2e does, and groups the rows by
 // (model, system, engine, isl, osl): a group is one sweep of layouts x concurrencies. Per group it measures the
 // Spearman rank correlation of predicted and measured tokens/s/gpu across the layouts run at one concurrency,
-// and, for TPOT thresholds at the group's measured quartiles, the row a planner would choose (the highest
+// and, for TPOT thresholds at the group's measured quartiles (interpolated, as numpy and pandas take them, so that a
+// threshold is seldom a measured row's own TPOT, which would leave that row's choice to a coin flip), the row a
+// planner would choose (the highest
 // predicted tokens/s/gpu among rows whose TPOT at the confidence meets the threshold) against the best measured
 // row meeting it. The error bands are fitted on the other half of the groups (a split by group, so that a
-// sweep's own rows never shape its bands, as for the public sweeps the figures are also checked on).
+// sweep's own rows never shape its bands, as for the public sweeps the figures are also checked on). An error budget
+// follows: the same choices made on the measured TPOT with lognormal noise of a few sizes, which tells how exact
+// TPOT near the thresholds has to be for the targets, beside how much repeated measurements of one point differ.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { band, statFor, tableFor, valueAtConfidence, type ErrorBandsFile } from '../src/engine/bands.js';
@@ -24,11 +28,14 @@ const THRESHOLD_QUANTILES = [0.25, 0.5, 0.75];
 const MIN_LAYOUTS = 3;
 /** A choice within this share of the best measured row counts as a good one. */
 const NEAR_BEST = 0.05;
+/** TPOT errors (lognormal sigma) of the error budget, and the draws each is averaged over. */
+const NOISE_SIGMAS = [0.02, 0.05, 0.1];
+const NOISE_DRAWS = 5;
 
 /** One priced dev row with what the choice needs. */
 interface Priced {
   group: string;
-  /** The deployment without its load: mode, precision and parallel columns. */
+  /** The deployment without its load: mode, precision, parallel columns and speculative decoding. */
   layout: string;
   concurrency: number;
   mode: string;
@@ -63,6 +70,25 @@ function halfOfSweep(sweep: string): number {
 /** Nearest-rank quantile of sorted values. */
 function quantile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.round(p * (sorted.length - 1))))]!;
+}
+
+/** Quantile of sorted values interpolated between neighbours (numpy's and pandas' default). */
+function interpolatedQuantile(sorted: number[], p: number): number {
+  const x = p * (sorted.length - 1);
+  const i = Math.floor(x);
+  return i + 1 < sorted.length ? sorted[i]! + (x - i) * (sorted[i + 1]! - sorted[i]!) : sorted[i]!;
+}
+
+/** A seeded standard normal source (mulberry32 and Box-Muller), so that the error budget reads the same each run. */
+function normalSource(seed: number): () => number {
+  let a = seed >>> 0;
+  const uniform = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return (((t ^ (t >>> 14)) >>> 0) + 0.5) / 4294967296;
+  };
+  return () => Math.sqrt(-2 * Math.log(uniform())) * Math.cos(2 * Math.PI * uniform());
 }
 
 /** Ranks with ties averaged. */
@@ -108,14 +134,13 @@ interface Choice {
 }
 
 /**
- * The planner's choice among `rows` for a TPOT threshold at confidence `p`, judged against the measurements.
- * With p = 'measured', feasibility is judged on the measured TPOT (what perfect TPOT predictions would choose).
+ * The planner's choice among `rows` for a TPOT threshold, judging feasibility on `tpotOf` (the TPOT at a confidence,
+ * or the measured one), judged against the measurements.
  */
-export function choose(rows: Priced[], threshold: number, p: number | 'measured'): Choice {
+export function choose(rows: Priced[], threshold: number, tpotOf: (r: Priced) => number): Choice {
   let pick: Priced | undefined;
   for (const r of rows) {
-    const tpot = p === 'measured' ? r.measTpot : valueAtConfidence(r.predTpot, r.tpotBand, p);
-    if (tpot > threshold) continue;
+    if (tpotOf(r) > threshold) continue;
     if (!pick || r.predTps > pick.predTps || (r.predTps === pick.predTps && r.predTpot < pick.predTpot)) pick = r;
   }
   const meeting = rows.filter((r) => r.measTpot <= threshold);
@@ -127,6 +152,16 @@ export function choose(rows: Priced[], threshold: number, p: number | 'measured'
 }
 
 const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
+
+/** log(max / min) of measured TPOT over each point (sweep, layout, concurrency) measured more than once, sorted. */
+function repeatSpread(rows: Priced[]): number[] {
+  const spread: number[] = [];
+  for (const [, same] of groupBy(rows, (r) => `${r.group}|${r.layout}|${r.concurrency}`)) {
+    const tpots = [...new Set(same.map((r) => r.measTpot))];
+    if (tpots.length > 1) spread.push(Math.log(Math.max(...tpots) / Math.min(...tpots)));
+  }
+  return spread.sort((a, b) => a - b);
+}
 
 async function main(): Promise<void> {
   if (!existsSync(DEV)) {
@@ -149,7 +184,7 @@ async function main(): Promise<void> {
     const stat = statFor(tableFor(file, r.kind, r.mode), keysOf(r), 'tpot');
     return {
       group: sweepOfResult(r),
-      layout: layoutOf(byId.get(r.label!)!),
+      layout: `${layoutOf(byId.get(r.label!)!)}|${r.speculation ?? ''}`,
       mode: r.mode,
       concurrency: r.concurrency!,
       predTps: r.thr![0],
@@ -195,24 +230,41 @@ async function main(): Promise<void> {
     console.log(`Predicted throughput ratio of two layouts (${k === 'same' ? 'same mode' : 'agg vs disagg'}) vs measured, same sweep and concurrency, ${e.length} pairs: ` +
       `|error| median ${q(0.5)}, p80 ${q(0.8)}, p90 ${q(0.9)}`);
   }
-  console.log('\nTPOT thresholds at each sweep\'s measured quartiles; the choice is the highest predicted tokens/s/gpu among rows whose TPOT at the confidence meets the threshold.');
+  console.log('\nTPOT thresholds at each sweep\'s measured quartiles (interpolated); the choice is the highest predicted tokens/s/gpu among rows whose TPOT at the confidence meets the threshold.');
   console.log('Regret: 1 - measured tokens/s/gpu of the choice / best measured among rows meeting the threshold; a choice that misses the threshold as measured');
   console.log('(false-feasible) is run at the highest load of its layout that meets it as measured (regret 1 when none does); nothing chosen is a regret of 1.\n');
   console.log('| confidence | choices | false-feasible | within 5% of best | median regret | mean regret | nothing chosen |');
   console.log('|---:|---:|---:|---:|---:|---:|---:|');
-  for (const p of [...confidences, 'measured' as const]) {
-    const out: Choice[] = [];
-    for (const [, rs] of multi) {
-      const tpots = rs.map((r) => r.measTpot).sort((a, b) => a - b);
-      for (const q of THRESHOLD_QUANTILES) out.push(choose(rs, quantile(tpots, q), p));
-    }
+  const choices = (tpotOf: (r: Priced) => number): Choice[] => multi.flatMap(([, rs]) => {
+    const tpots = rs.map((r) => r.measTpot).sort((a, b) => a - b);
+    return THRESHOLD_QUANTILES.map((q) => choose(rs, interpolatedQuantile(tpots, q), tpotOf));
+  });
+  const line = (label: string, out: Choice[]) => {
     const chosen = out.filter((c) => c.chosen);
     const regrets = out.map((c) => c.regret).sort((a, b) => a - b);
     const ff = chosen.filter((c) => c.falseFeasible).length / Math.max(1, chosen.length);
     const near = out.filter((c) => c.chosen && c.regret <= NEAR_BEST).length / out.length;
-    console.log(`| ${p === 'measured' ? 'measured TPOT' : p} | ${out.length} | ${pct(ff)} | ${pct(near)} | ${pct(quantile(regrets, 0.5))} | ${pct(regrets.reduce((a, b) => a + b, 0) / regrets.length)} | ${pct((out.length - chosen.length) / out.length)} |`);
+    console.log(`| ${label} | ${out.length} | ${pct(ff)} | ${pct(near)} | ${pct(quantile(regrets, 0.5))} | ${pct(regrets.reduce((a, b) => a + b, 0) / regrets.length)} | ${pct((out.length - chosen.length) / out.length)} |`);
+  };
+  for (const p of confidences) line(String(p), choices((r) => valueAtConfidence(r.predTpot, r.tpotBand, p)));
+  line('measured TPOT', choices((r) => r.measTpot));
+  // The error budget: each draw gives every row one error, shared by all thresholds of its sweep.
+  for (const sigma of NOISE_SIGMAS) {
+    const out: Choice[] = [];
+    for (let draw = 1; draw <= NOISE_DRAWS; draw++) {
+      const normal = normalSource(draw);
+      const noisy = new Map(priced.map((r) => [r, r.measTpot * Math.exp(sigma * normal())]));
+      out.push(...choices((r) => noisy.get(r)!));
+    }
+    line(`measured TPOT, error sigma ${100 * sigma}%`, out);
   }
-  console.log('\nmeasured TPOT: feasibility judged on the measured TPOT, ranking on the predicted throughput (what exact TPOT predictions would reach).');
+  console.log('\nmeasured TPOT: feasibility judged on the measured TPOT, ranking on the predicted throughput (what exact TPOT predictions would reach);');
+  console.log(`with error sigma s: on the measured TPOT times a lognormal error of that size (${NOISE_DRAWS} draws), what a TPOT prediction that good would reach.`);
+  const repeats = repeatSpread(priced);
+  if (repeats.length) {
+    console.log(`Repeated measurements (same sweep, layout, speculation and concurrency, ${repeats.length} points measured more than once with different TPOT): ` +
+      `max/min - 1 median ${pct(Math.exp(quantile(repeats, 0.5)) - 1)}, p25 ${pct(Math.exp(quantile(repeats, 0.25)) - 1)}, p75 ${pct(Math.exp(quantile(repeats, 0.75)) - 1)}.`);
+  }
   console.log(`false-feasible: share of choices that miss the threshold as measured; within 5%: share of all thresholds whose choice (backed off when false-feasible) is within ${100 * NEAR_BEST}% of the best. ${((performance.now() - t0) / 1000).toFixed(1)} s.`);
 }
 
