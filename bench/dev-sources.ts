@@ -172,3 +172,34 @@ export function releaseOfMeasurement(row: Row): Row {
   const date = /measured=(\d{4}-\d{2}-\d{2})/.exec(row.silicon_data_source ?? '')?.[1];
   return date ? { ...row, backend_version: engineShippedBy(row.backend as Backend, date) } : row;
 }
+
+/**
+ * Dev rows priced as the runs they restate. Some sources restate InferenceX's runs (its results reappear in the
+ * gap-analysis files, rounded to 0.01 ms) without the run's provenance (image and date: so not its speculative
+ * decoding, release or server settings), and would be priced as a different deployment than the one measured.
+ * Rows of one model, system, engine, mode, lengths and concurrency with the same TTFT and TPOT to 0.01 ms are one
+ * run: a row whose source does not name it takes the columns of the row whose source does (keeping its own id).
+ */
+export function asRunsTheyRestate(rows: Row[]): { rows: Row[]; restated: number } {
+  const keyOf = (r: Row): string | undefined => {
+    const ttft = Number(r.silicon_ttft_ms);
+    const tpot = Number(r.silicon_tpot_ms);
+    const conc = /silicon_concurrency=(\d+)/.exec(r.silicon_data_source ?? '')?.[1];
+    if (!(ttft > 0 && tpot > 0) || !conc) return undefined;
+    return [r.model_path, r.system, r.backend, r.mode, r.isl, r.osl, conc, ttft.toFixed(2), tpot.toFixed(2)].join('|');
+  };
+  const named = new Map<string, Row>();
+  for (const r of rows) {
+    const k = keyOf(r);
+    if (k !== undefined && inferencexRun(r) && !named.has(k)) named.set(k, r);
+  }
+  let restated = 0;
+  const out = rows.map((r) => {
+    const k = keyOf(r);
+    const run = k === undefined || inferencexRun(r) ? undefined : named.get(k);
+    if (!run) return r;
+    restated++;
+    return { ...run, id: r.id };
+  });
+  return { rows: out, restated };
+}

@@ -17,7 +17,7 @@ import { band, statFor, tableFor, valueAtConfidence, type ErrorBandsFile } from 
 import { parseCsv, type Row } from '../src/engine/rows.js';
 import type { Band } from '../src/engine/types.js';
 import { referencePath } from '../src/util/paths.js';
-import { releaseOfMeasurement } from './dev-sources.js';
+import { asRunsTheyRestate, releaseOfMeasurement } from './dev-sources.js';
 import { bandsFile, groupBy, keysOf, planBands, runDev, type Result } from './e2e.js';
 
 const DEV = referencePath('aic-silicon', 'e2e', 'dev.csv');
@@ -172,7 +172,7 @@ async function main(): Promise<void> {
   const ci = args.indexOf('--confidence');
   const confidences = ci >= 0 ? args[ci + 1]!.split(',').map(Number) : CONFIDENCES;
   const t0 = performance.now();
-  const rows = parseCsv(readFileSync(DEV, 'utf8')).rows.map(releaseOfMeasurement);
+  const { rows } = asRunsTheyRestate(parseCsv(readFileSync(DEV, 'utf8')).rows.map(releaseOfMeasurement));
   const byId = new Map(rows.map((r) => [r.id, r]));
   const results = (await runDev(rows)).filter((r) => !r.refused && r.tpot && r.thr && r.concurrency !== undefined);
   // Bands for each half of the sweeps fitted on the other half only, with the fit the shipped bands use.
