@@ -1,7 +1,7 @@
 // The simulated configuration as engine arguments, shared by the Kubernetes manifest and the bare-metal
 // scripts so both deploy the same thing. Which flag carries which value is data: templates/engine-flags.yaml.
 import type { Backend, Dtype } from '../inputs/types.js';
-import { adpBalanceTimeoutIters, backendProfile, trtllmGenMoe } from '../engine/backends.js';
+import { adpBalanceTimeoutIters, backendProfile, sglangTrtllmMoe, trtllmGenMoe } from '../engine/backends.js';
 import { trtllmReleaseOf } from '../inputs/dynamo-runtime.js';
 import { UnsupportedError } from '../util/errors.js';
 import { onLineAtLeast } from '../util/versions.js';
@@ -88,6 +88,7 @@ export function flagVars(plan: DeployPlan, g: WorkerGroup, ports: WorkerPorts = 
   const q = quantization(plan);
   const file = engineConfigFile(plan, g);
   const balanceIters = adpBalanceTimeoutIters(plan.backend, plan.version);
+  const moeProfile = plan.isMoe ? backendProfile(plan.backend, plan.version, g.system.gpu) : undefined;
   return {
     model: plan.modelId,
     served_model_name: plan.servedModelName ?? plan.modelId,
@@ -120,7 +121,9 @@ export function flagVars(plan: DeployPlan, g: WorkerGroup, ports: WorkerPorts = 
     expert_parallel: l.moeEp > 1,
     attention_dp: l.dp > 1,
     adp_balance: balanceIters !== undefined,
-    trtllm_gen_moe: plan.isMoe && trtllmGenMoe(backendProfile(plan.backend, plan.version, g.system.gpu), plan.moeDtype, g.system, l),
+    trtllm_gen_moe: !!moeProfile && trtllmGenMoe(moeProfile, plan.moeDtype, g.system, l),
+    // Stated, not left to the engine's auto choice, which differs by release and quantization.
+    flashinfer_trtllm_moe: !!moeProfile && sglangTrtllmMoe(moeProfile, plan.architecture, g.system),
     moe: plan.isMoe,
     'dynamo_0.9': plan.dynamo === '0.9',
     'dynamo_1.x': plan.dynamo === '1.x',

@@ -72,6 +72,8 @@ export interface DeployPlan {
   /** Weight format the checkpoint already has; a different gemmDtype means quantizing at load time. */
   checkpointGemmDtype: Dtype;
   isMoe: boolean;
+  /** HF architecture of the model (engines pick some kernels per architecture). */
+  architecture: string;
   /** Flag profile of the worker arguments: the one of the Dynamo release. */
   dynamo: DynamoProfile;
   /** The Dynamo release's runtime image and how well it matches the engine version. */
@@ -125,6 +127,7 @@ function buildPlan(p: PlanInput): DeployPlan {
     kvDtype: ctx.kvDtype,
     checkpointGemmDtype: ctx.model.quant.gemmDtype,
     isMoe: ctx.model.moe !== undefined,
+    architecture: ctx.model.architecture,
     dynamo: releaseProfile(image.release),
     image,
     apiVersion: dgdApiVersion(image.release),

@@ -24,7 +24,7 @@ function templateError(file: string, message: string): InferplanError {
 export const CONDITIONS = [
   'agg', 'prefill', 'decode', 'disagg', 'prefix_caching', 'expert_parallel', 'attention_dp', 'moe',
   'dynamo_0.9', 'dynamo_1.x', 'load_time_quantization', 'cache_transceiver', 'multinode_follower', 'adp_balance',
-  'trtllm_gen_moe', 'speculative', 'mtp', 'eagle3',
+  'trtllm_gen_moe', 'flashinfer_trtllm_moe', 'speculative', 'mtp', 'eagle3',
 ] as const;
 export type Condition = (typeof CONDITIONS)[number];
 

@@ -12,8 +12,11 @@ export interface Expect {
   userImages?: Record<string, string>;
   isl: number;
   osl: number;
-  /** Per role: GPUs per worker, simulated batch per worker, dp, token budget, fp4 experts on a GPU with fp4 tensor cores. */
-  roles: Record<string, { gpus: number; batch: number; dp: number; tokens: number; fp4Moe?: boolean }>;
+  /**
+   * Per role: GPUs per worker, simulated batch per worker, dp, token budget, fp4 experts on a GPU with fp4 tensor
+   * cores, and (SGLang) whether the estimate priced the experts on FlashInfer's TRT-LLM-gen runner.
+   */
+  roles: Record<string, { gpus: number; batch: number; dp: number; tokens: number; fp4Moe?: boolean; flashinferTrtllmMoe?: boolean }>;
 }
 
 const VLLM_FLAGS = new Set([
@@ -27,7 +30,7 @@ const SGLANG_FLAGS = new Set([
   '--max-running-requests', '--chunked-prefill-size', '--max-prefill-tokens', '--context-length', '--kv-cache-dtype',
   '--quantization', '--port', '--disaggregation-mode', '--disaggregation-transfer-backend', '--disaggregation-bootstrap-port',
   '--host', '--kv-events-config', '--speculative-algorithm', '--speculative-draft-model-path', '--speculative-num-steps',
-  '--speculative-eagle-topk', '--speculative-num-draft-tokens',
+  '--speculative-eagle-topk', '--speculative-num-draft-tokens', '--moe-runner-backend',
 ]);
 const TRTLLM_FLAGS = new Set(['--model-path', '--served-model-name', '--extra-engine-args', '--disaggregation-mode', '--publish-events-and-metrics']);
 const TRTLLM_KEYS = new Set([
@@ -156,6 +159,8 @@ export function checkManifest(text: string, exp: Expect): string[] {
     } else if (exp.backend === 'sglang') {
       if (num('--tp-size') * num('--pp-size') !== want.gpus) errors.push(`${name}: tp-size*pp-size != gpus`);
       if (num('--max-running-requests') !== want.batch) errors.push(`${name}: --max-running-requests != simulated batch`);
+      const runner = f.get('--moe-runner-backend');
+      if ((runner === 'flashinfer_trtllm') !== (want.flashinferTrtllmMoe === true)) errors.push(`${name}: --moe-runner-backend ${String(runner)} (flashinfer_trtllm expected: ${want.flashinferTrtllmMoe === true})`);
       // DP attention divides the worker's chunk among its ranks (SGLang server_args).
       if (num('--chunked-prefill-size') !== want.tokens * want.dp) errors.push(`${name}: token budget`);
       if (num('--context-length') < exp.isl + exp.osl) errors.push(`${name}: context-length`);

@@ -10,6 +10,7 @@ import { buildGeneratorConfig } from '../../src/output/generator-config.js';
 import { buildBenchScript, buildRunScripts, packNodes } from '../../src/output/scripts.js';
 import { derivePlan, type PlanInput } from '../../src/output/plan.js';
 import { loadSystem } from '../../src/inputs/systems.js';
+import { backendProfile, sglangTrtllmMoe } from '../../src/engine/backends.js';
 import { aggCandidate, fixture, MOE } from './fixtures.js';
 import { checkManifest, servicesOf, type Expect } from './engine-rules.js';
 import { referencePath } from '../../src/util/paths.js';
@@ -44,6 +45,12 @@ function cases(): Array<{ label: string; p: PlanInput }> {
       for (const cand of [aggCandidate(4, 64, 1, 300, 12, 16, true, 2), aggCandidate(16, 256, 1, 300, 12, 16, true)]) {
         out.push({ label: `${backend} ${dynamoVersion} moe ${cand.parallel}`, p: { inputs: moe.result.inputs, ctx: moe.ctx, candidate: cand, dynamoVersion } });
       }
+      if (backend === 'sglang') {
+        // Qwen3-MoE on B200: SGLang's experts on FlashInfer's TRT-LLM-gen runner, as priced (0.5.14, the default there).
+        const b200 = fixture({ backend, model: MOE, modes: ['agg'], totalGpus: 16, system: 'b200_sxm', version: '0.5.14' });
+        const cand = aggCandidate(4, 64, 1, 300, 12, 16, true);
+        out.push({ label: `${backend} ${dynamoVersion} b200 moe ${cand.parallel}`, p: { inputs: b200.result.inputs, ctx: b200.ctx, candidate: cand, dynamoVersion } });
+      }
       if (backend === 'trtllm') {
         // NVFP4 experts on Blackwell: trtllm-gen MoE kernels without attention DP, CUTLASS with it.
         const fp4 = fixture({ backend, model: { ...MOE, quant: { scheme: 'nvfp4', gemmDtype: 'nvfp4', moeDtype: 'nvfp4' } }, modes: ['agg'], totalGpus: 16, system: 'b200_sxm' });
@@ -62,7 +69,8 @@ function expectFor(p: PlanInput): Expect {
   const fp4Experts = plan.isMoe && (plan.moeDtype === 'nvfp4' || plan.moeDtype === 'mxfp4');
   for (const g of plan.groups) {
     const fp4Moe = fp4Experts && (g.system.gpu.tflops.nvfp4 ?? 0) > 0;
-    roles[g.role] = { gpus: g.gpusPerWorker, batch: g.batchSize, dp: g.layout.dp, tokens: g.maxNumTokens, fp4Moe };
+    const flashinferTrtllmMoe = plan.isMoe && sglangTrtllmMoe(backendProfile(plan.backend, plan.version, g.system.gpu), plan.architecture, g.system);
+    roles[g.role] = { gpus: g.gpusPerWorker, batch: g.batchSize, dp: g.layout.dp, tokens: g.maxNumTokens, fp4Moe, flashinferTrtllmMoe };
   }
   return { backend: plan.backend, version: plan.version, dynamo: plan.dynamo, release: plan.image.release, userImages: p.images, isl: plan.isl, osl: plan.osl, roles };
 }
