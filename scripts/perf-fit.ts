@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { listSystems, loadSystem } from '../src/inputs/systems.js';
 import { dataPath, referencePath } from '../src/util/paths.js';
 import { FEATURES, GEMM_M_ALIGN, LOW_LATENCY, type ModelOp, type OpModel } from '../src/perf/model.js';
-import { commGroupKey, DEFAULT_FIT, fitGroup, fitMoeRouting, hostRoutedFrom, modelAwareMoe, nongatedShapes, routesOf, unalignedMFactor } from '../src/perf/fit.js';
+import { commGroupKey, DEFAULT_FIT, fitGroup, fitMoeRouting, hostRoutedFrom, modelAwareMoe, nongatedShapes, routesOf, siblingMoeRows, unalignedMFactor } from '../src/perf/fit.js';
 import { listRefTables, MLA_DECODE_KERNEL_FILE, readRefTable, REF_FILE_OP, sourceKey, type RefTable } from '../src/perf/reference.js';
 import { composeDecodeModules, COMPOSED_MLA_ENGINES } from '../src/perf/mla.js';
 import { modelSolOf, OP_SPECS, type Row } from '../src/perf/tables.js';
@@ -102,8 +102,8 @@ for (const refSystem of systems) {
     if (kept.hostRouted) cal.hostRouted = kept.hostRouted.filter((h) => !refitting(h.source, h.op));
   }
   // Expert layers the system's tables timed as non-gated FFNs, whichever engine's table names them so.
-  const moeTables = mine.filter((t) => REF_FILE_OP[t.file] === 'moe');
-  const nongated = nongatedShapes((await Promise.all(moeTables.map(async (t) => (await readRefTable(t))?.rows ?? []))).flat());
+  const moeTables = await Promise.all(mine.filter((t) => REF_FILE_OP[t.file] === 'moe').map(async (t) => ({ ...t, rows: (await readRefTable(t))?.rows ?? [] })));
+  const nongated = nongatedShapes(moeTables.flatMap((t) => t.rows));
   // Gather rows per (source, op); a source may hold several files for one op (MLA context + generation).
   const bySource = new Map<string, Map<ModelOp, RefTable[]>>();
   for (const t of mine) {
@@ -127,9 +127,15 @@ for (const refSystem of systems) {
         if (got) for (const r of got.rows) rows.push(r);
       }
       const t0 = Date.now();
+      const [framework, version] = src.split('/') as [string, string];
+      // MoE: the expert layers other versions of the engine measured with an unchanged kernel join the fit.
+      if (op === 'moe') {
+        const lent = siblingMoeRows(version, rows, moeTables.filter((t) => t.framework === framework && t.version !== version));
+        if (lent.length) console.error(`${sys.name} ${src} moe: ${lent.length} rows of expert layers it never measured, from later ${framework} versions that time the layers both measured alike`);
+        rows.push(...lent);
+      }
       // MoE: balanced routing and the kernels engines serve with. Non-gated expert FFNs are another op; each
       // kernel keeps all its rows (its own group, see FEATURES.moe).
-      const [framework, version] = src.split('/') as [string, string];
       const ownNongated = modelAwareMoe(framework, version) ? nongated : undefined;
       const moeRows = (): Row[] => moeRowsFor(rows, (role) => role !== 'nongated', false, ownNongated);
       // Collectives of a host that routed GPU traffic through system memory: keep the groups it measured right.

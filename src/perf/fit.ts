@@ -244,6 +244,61 @@ export function modelAwareMoe(framework: string, version: string): boolean {
   return framework === 'sglang' && compareVersions(version, '0.5.14') >= 0;
 }
 
+/** Points two versions must both have measured, per format and kernel, before one lends the other its shapes. */
+const SIBLING_MIN_SHARED = 50;
+/** Two versions' kernel counts as unchanged when their latencies on those points differ by at most 5% at the median and 15% at p90. */
+const SIBLING_MEDIAN = Math.log(1.05);
+const SIBLING_P90 = Math.log(1.15);
+
+/**
+ * MoE rows a version's fit borrows from later versions of the same engine on the same system: the expert layers
+ * (moeShapeKey) a later version measured with a format and kernel this version also measured, where this version
+ * measured no such layer, when the two time the layers both measured alike (the kernel did not change between
+ * them: within 5% at the median and 15% at p90 over SIBLING_MIN_SHARED points or more; SGLang 0.5.14's Triton
+ * kernel on B200 is within 5% of 0.5.10's at the median but 60% at p90, and lends nothing). Collectors add the
+ * shapes of newly released models to later tables; fitted without them, a version's surfaces extrapolated to such a
+ * shape priced it up to 1.5x what the next version measured with the same kernel (Qwen3.5-397B's experts, SGLang
+ * 0.5.9 against 0.5.10 on B200, which agree within 1% on the layers both timed). Nearer versions lend first.
+ */
+export function siblingMoeRows(version: string, own: Row[], siblings: ReadonlyArray<{ version: string; rows: Row[] }>): Row[] {
+  const groupOf = (r: Row) => `${r.dtype}|${r.kernel ?? ''}`;
+  const pointOf = (r: Row) => `${groupOf(r)}|${r.distribution}|${r.tokens}|${moeShapeKey(r)}|${r.moe_tp}|${r.moe_ep}`;
+  const ownLatency = new Map(own.map((r) => [pointOf(r), r.latency_ms as number]));
+  const taken = new Set(own.map((r) => `${groupOf(r)}|${moeShapeKey(r)}`));
+  // Only formats, kernels and routings this version measured: its table is lent shapes, not other measurements.
+  const ownGroups = new Set(own.map((r) => `${groupOf(r)}|${r.distribution}`));
+  // Later versions only, nearest first: tables grow with the models released after them, and SGLang's from 0.5.14
+  // time each model through its own layer, where borrowing earlier generic layers pulled their own slices off.
+  const ordered = siblings.filter((sib) => compareVersions(sib.version, version) > 0).sort((a, b) => compareVersions(a.version, b.version));
+  const out: Row[] = [];
+  for (const sib of ordered) {
+    const ratios = new Map<string, number[]>();
+    for (const r of sib.rows) {
+      const mine = ownLatency.get(pointOf(r));
+      if (mine === undefined || !(mine > 0) || !((r.latency_ms as number) > 0)) continue;
+      const g = groupOf(r);
+      if (!ratios.has(g)) ratios.set(g, []);
+      ratios.get(g)!.push(Math.abs(Math.log((r.latency_ms as number) / mine)));
+    }
+    const agrees = (g: string): boolean => {
+      const e = ratios.get(g);
+      if (!e || e.length < SIBLING_MIN_SHARED) return false;
+      e.sort((x, y) => x - y);
+      return e[e.length >> 1]! <= SIBLING_MEDIAN && e[Math.floor(0.9 * (e.length - 1))]! <= SIBLING_P90;
+    };
+    const lent = new Set<string>();
+    for (const r of sib.rows) {
+      const g = groupOf(r);
+      const shape = `${g}|${moeShapeKey(r)}`;
+      if (!ownGroups.has(`${g}|${r.distribution}`) || taken.has(shape) || !agrees(g)) continue;
+      lent.add(shape);
+      out.push(r);
+    }
+    for (const shape of lent) taken.add(shape);
+  }
+  return out;
+}
+
 /** SGLang's Triton MoE kernel, which its server runs unless a model architecture selects another runner. */
 const SGLANG_TRITON = 'sglang_fused_moe_triton';
 /** SGLang's FlashInfer TRT-LLM-gen MoE runner. */

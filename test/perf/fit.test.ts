@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fitGroup, fitMoeRouting, hostRoutedFrom, modelAwareMoe, moeKernelRoles, nongatedShapes, routesOf, tagMoeKernels, unalignedMFactor } from '../../src/perf/fit.js';
+import { fitGroup, fitMoeRouting, hostRoutedFrom, modelAwareMoe, moeKernelRoles, nongatedShapes, routesOf, siblingMoeRows, tagMoeKernels, unalignedMFactor } from '../../src/perf/fit.js';
 import type { Row } from '../../src/perf/tables.js';
 import { evalCorrection, FEATURES, FLASHINFER_TRTLLM, LOW_LATENCY, MOE_MIN_LATENCY_TOKENS, MOE_ROUTING, type GroupModel, type OpModel } from '../../src/perf/model.js';
 import { clampToBox, groupFor, decodeSurface, encodeSurface, modelLatency, pickSource, type SystemCalibration } from '../../src/perf/calibration.js';
@@ -180,6 +180,29 @@ describe('op-model fit', () => {
     const smooth = Array.from({ length: 300 }, (_, i) => Math.round(500 * Math.sin(i / 40)));
     expect(encodeSurface(smooth).length).toBeLessThan(300 * 1.4);
     expect(decodeSurface(Buffer.from(Int16Array.from(v).buffer).toString('base64'))).toEqual(v);
+  });
+
+  it('lends a version the expert layers a later version measured with an unchanged kernel, nearest first', () => {
+    const layer = (version: string, inter: number, tokens: number, ms: number, dtype = 'bfloat16'): Row & { v: string } => ({
+      v: version, dtype, kernel: 'sglang_fused_moe_triton', distribution: 'balanced', tokens, hidden: 4096, inter, experts: 512, topk: 10, moe_tp: 8, moe_ep: 1, latency_ms: ms,
+    });
+    const sweep = (version: string, inter: number, scale: number, dtype?: string) => Array.from({ length: 60 }, (_, i) => layer(version, inter, i + 1, scale * (0.05 + 0.01 * i), dtype));
+    const own = sweep('0.5.9', 2688, 1);
+    // Both others time the shared layer within 2%; each adds Qwen3.5's layer, 0.5.14 one more.
+    const near = [...sweep('0.5.10', 2688, 1.01), ...sweep('0.5.10', 1024, 0.7)];
+    const far = [...sweep('0.5.14', 2688, 1.02), ...sweep('0.5.14', 1024, 0.5), ...sweep('0.5.14', 512, 0.5)];
+    const lent = siblingMoeRows('0.5.9', own, [{ version: '0.5.14', rows: far }, { version: '0.5.10', rows: near }]);
+    const from = (v: string, inter: number) => lent.filter((r) => (r as { v: string }).v === v && r.inter === inter).length;
+    expect([lent.length, from('0.5.10', 1024), from('0.5.14', 512)]).toEqual([120, 60, 60]);
+    // Not lent: a format this version never measured (no points to agree on), a kernel that changed (10% slower).
+    expect(siblingMoeRows('0.5.9', own, [{ version: '0.5.10', rows: sweep('0.5.10', 1024, 1, 'fp8_block') }])).toEqual([]);
+    const changed = [...sweep('0.5.14', 2688, 1.1), ...sweep('0.5.14', 1024, 0.5)];
+    expect(siblingMoeRows('0.5.9', own, [{ version: '0.5.14', rows: changed }])).toEqual([]);
+    // ... nor one that agrees at the median but changed on a fifth of the points (1.5x there).
+    const partly = [...sweep('0.5.14', 2688, 1).map((r, i) => (i % 5 === 0 ? { ...r, latency_ms: 1.5 * (r.latency_ms as number) } : r)), ...sweep('0.5.14', 1024, 0.5)];
+    expect(siblingMoeRows('0.5.9', own, [{ version: '0.5.14', rows: partly }])).toEqual([]);
+    // An earlier version lends nothing.
+    expect(siblingMoeRows('0.5.14', sweep('0.5.14', 2688, 1), [{ version: '0.5.10', rows: near }])).toEqual([]);
   });
 
   it('borrows the nearest version of the same backend', () => {
