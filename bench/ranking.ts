@@ -5,9 +5,8 @@
 // Spearman rank correlation of predicted and measured tokens/s/gpu across the layouts run at one concurrency,
 // and, for TPOT thresholds at the group's measured quartiles (interpolated, as numpy and pandas take them, so that a
 // threshold is seldom a measured row's own TPOT, which would leave that row's choice to a coin flip), the row a
-// planner would choose (the highest
-// predicted tokens/s/gpu among rows whose TPOT at the confidence meets the threshold) against the best measured
-// row meeting it. The error bands are fitted on the other half of the groups (a split by group, so that a
+// planner would choose (the highest predicted tokens/s/gpu among rows whose TPOT at the confidence meets the
+// threshold) against the best measured row meeting it. The error bands are fitted on the other half of the groups (a split by group, so that a
 // sweep's own rows never shape its bands, as for the public sweeps the figures are also checked on). An error budget
 // follows: the same choices made on the measured TPOT with lognormal noise of a few sizes, which tells how exact
 // TPOT near the thresholds has to be for the targets, beside how much repeated measurements of one point differ.

@@ -128,7 +128,7 @@ for (const refSystem of systems) {
       }
       const t0 = Date.now();
       const [framework, version] = src.split('/') as [string, string];
-      // MoE: the expert layers other versions of the engine measured with an unchanged kernel join the fit.
+      // MoE: the expert layers later versions of the engine measured with an unchanged kernel join the fit.
       if (op === 'moe') {
         const lent = siblingMoeRows(version, rows, moeTables.filter((t) => t.framework === framework && t.version !== version));
         if (lent.length) console.error(`${sys.name} ${src} moe: ${lent.length} rows of expert layers it never measured, from later ${framework} versions that time the layers both measured alike`);

@@ -258,7 +258,8 @@ const SIBLING_P90 = Math.log(1.15);
  * kernel on B200 is within 5% of 0.5.10's at the median but 60% at p90, and lends nothing). Collectors add the
  * shapes of newly released models to later tables; fitted without them, a version's surfaces extrapolated to such a
  * shape priced it up to 1.5x what the next version measured with the same kernel (Qwen3.5-397B's experts, SGLang
- * 0.5.9 against 0.5.10 on B200, which agree within 1% on the layers both timed). Nearer versions lend first.
+ * 0.5.9 against 0.5.10 on B200, which agree within 0.7% at the median on the layers both timed). Nearer versions
+ * lend first.
  */
 export function siblingMoeRows(version: string, own: Row[], siblings: ReadonlyArray<{ version: string; rows: Row[] }>): Row[] {
   const groupOf = (r: Row) => `${r.dtype}|${r.kernel ?? ''}`;
