@@ -1,7 +1,7 @@
 // What the benchmark sets on dev rows from their source (bench/dev-sources.ts): InferenceX's sweeps are priced as
 // that project's published configuration ran them; other rows keep the columns they record.
 import { describe, expect, it } from 'vitest';
-import { sourceDeployment, sourceDepth, sourceServerArgs, withSourceKnowledge } from '../../bench/dev-sources.js';
+import { asRunsTheyRestate, sourceDeployment, sourceDepth, sourceServerArgs, withSourceKnowledge } from '../../bench/dev-sources.js';
 import type { Row } from '../../src/engine/rows.js';
 import type { ModelSpec } from '../../src/inputs/types.js';
 
@@ -103,3 +103,16 @@ describe('InferenceX disagg rows', () => {
     expect(sourceDeployment(other)).toBeUndefined();
   });
 });
+
+describe('rows restating an InferenceX run', () => {
+  it('are priced as the run they restate (its columns, their own id); other rows keep theirs', () => {
+    const run: Row = { ...qwenAgg('lmsysorg/sglang:v0.5.9-cu130', 4, 1, 8), id: 'ix', silicon_ttft_ms: '382.7746130307787', silicon_tpot_ms: '8.300320722924896' };
+    const copy: Row = { ...qwenAgg('', 4, 1, 8), id: 'gap', backend_version: 'nightly-dev', silicon_data_source: 'source_file=gap.csv; silicon_concurrency=8', silicon_ttft_ms: '382.77', silicon_tpot_ms: '8.30' };
+    const other: Row = { ...copy, id: 'other', silicon_tpot_ms: '8.41' };
+    const { rows, restated } = asRunsTheyRestate([copy, run, other]);
+    expect(restated).toBe(1);
+    expect(rows[0]).toEqual({ ...run, id: 'gap' });
+    expect(rows.slice(1)).toEqual([run, other]);
+  });
+});
+
