@@ -6,7 +6,8 @@
 // estimator never infers any of it: it prices the columns set here (docs/engine.md "Speculative decoding").
 import { readFileSync } from 'node:fs';
 import { RECIPE_MTP_DEPTH } from '../src/engine/speculation.js';
-import { isKnownBuild, workersRecorded, type Row } from '../src/engine/rows.js';
+import { isKnownBuild, rowConcurrency, workersRecorded, type Row } from '../src/engine/rows.js';
+import { measuredMeans } from '../test/support/e2e-reference.js';
 import { engineShippedBy } from '../src/inputs/dynamo-runtime.js';
 import type { Backend, ModelSpec } from '../src/inputs/types.js';
 import { versionKey } from '../src/util/versions.js';
@@ -181,25 +182,20 @@ export function releaseOfMeasurement(row: Row): Row {
  * run: a row whose source does not name it takes the columns of the row whose source does (keeping its own id).
  */
 export function asRunsTheyRestate(rows: Row[]): { rows: Row[]; restated: number } {
-  const keyOf = (r: Row): string | undefined => {
-    const ttft = Number(r.silicon_ttft_ms);
-    const tpot = Number(r.silicon_tpot_ms);
-    const conc = /silicon_concurrency=(\d+)/.exec(r.silicon_data_source ?? '')?.[1];
-    if (!(ttft > 0 && tpot > 0) || !conc) return undefined;
-    return [r.model_path, r.system, r.backend, r.mode, r.isl, r.osl, conc, ttft.toFixed(2), tpot.toFixed(2)].join('|');
-  };
+  const runs = rows.map((r) => {
+    const { ttftMs, tpotMs } = measuredMeans(r);
+    const conc = rowConcurrency(r);
+    const key = ttftMs > 0 && tpotMs > 0 && conc ? [r.model_path, r.system, r.backend, r.mode, r.isl, r.osl, conc, ttftMs.toFixed(2), tpotMs.toFixed(2)].join('|') : undefined;
+    return { row: r, key, named: inferencexRun(r) !== undefined };
+  });
   const named = new Map<string, Row>();
-  for (const r of rows) {
-    const k = keyOf(r);
-    if (k !== undefined && inferencexRun(r) && !named.has(k)) named.set(k, r);
-  }
+  for (const r of runs) if (r.key !== undefined && r.named && !named.has(r.key)) named.set(r.key, r.row);
   let restated = 0;
-  const out = rows.map((r) => {
-    const k = keyOf(r);
-    const run = k === undefined || inferencexRun(r) ? undefined : named.get(k);
-    if (!run) return r;
+  const out = runs.map(({ row, key, named: isNamed }) => {
+    const run = key === undefined || isNamed ? undefined : named.get(key);
+    if (!run) return row;
     restated++;
-    return { ...run, id: r.id };
+    return { ...run, id: row.id };
   });
   return { rows: out, restated };
 }

@@ -123,8 +123,9 @@ for (const refSystem of systems) {
       if (kept && onlyOp && op !== onlyOp) continue;
       const rows: Row[] = [];
       for (const t of ops.get(op)!) {
-        const got = await readRefTable(t);
-        if (got) for (const r of got.rows) rows.push(r);
+        // MoE tables were read above (non-gated layers, lending); the rest are read here.
+        const got = moeTables.find((m) => m.path === t.path)?.rows ?? (await readRefTable(t))?.rows ?? [];
+        for (const r of got) rows.push(r);
       }
       const t0 = Date.now();
       const [framework, version] = src.split('/') as [string, string];
