@@ -290,7 +290,7 @@ export function backendProfile(backend: Backend, version: string, gpu: GpuFacts)
   }
   if (backend === 'trtllm' && atLeast('1.0') && !atLeast('1.1') && hopper) p.allReduceViaNccl = true;
   if (backend === 'trtllm' && atLeast('1.0')) p.trtllmGenMoe = true;
-  if (backend === 'sglang' && atLeast('0.5.14')) p.flashinferTrtllmMoeArchs = SGLANG_TRTLLM_MOE_ARCHS;
+  if (backend === 'sglang' && atLeast('0.5.10')) p.flashinferTrtllmMoeArchs = SGLANG_TRTLLM_MOE_ARCHS;
   const balance = adpBalanceTimeoutIters(backend, version);
   if (balance !== undefined) p.adpBalanceTimeoutIters = balance;
   // trtllm-serve's request path by release, from its low-load runs: 1.2+ answers in about the prefill plus 15-35 ms
@@ -322,10 +322,12 @@ export function adpBalanceTimeoutIters(backend: Backend, version: string): numbe
 }
 
 /**
- * Architectures for which SGLang 0.5.14's server (server_args model-specific adjustments, on SM100 with
- * --moe-runner-backend auto and no all-to-all backend) selects the FlashInfer TRT-LLM-gen MoE runner; other models
- * keep its Triton kernel. DeepSeek-V3 (and Kimi-K2) defaults to fp8 there; its 0.5.14 kernel tables time these
- * models on that runner and the rest on Triton.
+ * Architectures whose experts our SGLang workers run on FlashInfer's TRT-LLM-gen runner on Blackwell, from 0.5.10:
+ * those SGLang 0.5.14's server selects it for (server_args model-specific adjustments, on SM100 with
+ * --moe-runner-backend auto and no all-to-all backend; other models keep its Triton kernel). Our workers pass the
+ * flag, so earlier releases run it too, as InferenceX's Blackwell recipes do. Its speed moved between releases: the
+ * 0.5.10.post1 runs of Qwen3.5 on B300 (bf16, FP8) sit within 9% (median) of the runner as 0.5.14's tables time it,
+ * where 0.5.9's FP8 runs on B200 are 20-36% slower than those tables, so 0.5.9 keeps the Triton kernel it timed.
  */
 const SGLANG_TRTLLM_MOE_ARCHS = ['DeepseekV3ForCausalLM', 'GlmMoeDsaForCausalLM', 'Llama4ForConditionalGeneration', 'Qwen3MoeForCausalLM', 'Qwen3VLMoeForConditionalGeneration', 'Qwen3_5MoeForConditionalGeneration'] as const;
 

@@ -46,10 +46,13 @@ function cases(): Array<{ label: string; p: PlanInput }> {
         out.push({ label: `${backend} ${dynamoVersion} moe ${cand.parallel}`, p: { inputs: moe.result.inputs, ctx: moe.ctx, candidate: cand, dynamoVersion } });
       }
       if (backend === 'sglang') {
-        // Qwen3-MoE on B200: SGLang's experts on FlashInfer's TRT-LLM-gen runner, as priced (0.5.14, the default there).
-        const b200 = fixture({ backend, model: MOE, modes: ['agg'], totalGpus: 16, system: 'b200_sxm', version: '0.5.14' });
-        const cand = aggCandidate(4, 64, 1, 300, 12, 16, true);
-        out.push({ label: `${backend} ${dynamoVersion} b200 moe ${cand.parallel}`, p: { inputs: b200.result.inputs, ctx: b200.ctx, candidate: cand, dynamoVersion } });
+        // Qwen3-MoE on B200: SGLang's experts on FlashInfer's TRT-LLM-gen runner where priced so (from 0.5.10),
+        // Triton before.
+        for (const version of ['0.5.9', '0.5.10', '0.5.14']) {
+          const b200 = fixture({ backend, model: MOE, modes: ['agg'], totalGpus: 16, system: 'b200_sxm', version });
+          const cand = aggCandidate(4, 64, 1, 300, 12, 16, true);
+          out.push({ label: `${backend} ${dynamoVersion} b200 ${version} moe ${cand.parallel}`, p: { inputs: b200.result.inputs, ctx: b200.ctx, candidate: cand, dynamoVersion } });
+        }
       }
       if (backend === 'trtllm') {
         // NVFP4 experts on Blackwell: trtllm-gen MoE kernels without attention DP, CUTLASS with it.
