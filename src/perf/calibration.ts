@@ -1,7 +1,7 @@
 // Calibration files (data/calibration/<system>.json): fitted op-model coefficients per reference source.
 import { existsSync, readFileSync } from 'node:fs';
 import { dataPath } from '../util/paths.js';
-import { versionDistance } from '../util/versions.js';
+import { compareVersions, versionDistance } from '../util/versions.js';
 import { FEATURES, FLASHINFER_TRTLLM, LOW_LATENCY, MOE_MIN_LATENCY_TOKENS, MOE_ROUTING, TRTLLM_GEN, evalCorrection, withinRoutes, type GroupModel, type ModelOp, type OpModel } from './model.js';
 import { DTYPE_FALLBACK, OP_SPECS, type Row } from './tables.js';
 
@@ -425,6 +425,7 @@ export function resolvedModel(cal: SystemCalibration, backend: string, version: 
       }
     }
     out = { ...base, groups: { ...groups, ...kinKernels(cal, backend, version, op, base, kinGpu) } };
+    Object.assign(out.groups, sglangFp4Runner(cal, backend, op, out, kinGpu));
   }
   memo.set(key, out);
   return out;
@@ -450,6 +451,23 @@ function kinKernels(cal: SystemCalibration, backend: string, version: string, op
     if (g.endsWith(`|${LOW_LATENCY}`) && !timedHere.has(g)) out[g] = { ...gm, kin: `${kin.system} ${from}` };
   }
   return out;
+}
+
+/**
+ * SGLang's FlashInfer TRT-LLM-gen runner with NVFP4 experts calls the trtllm-gen fused MoE kernels TRT-LLM's own
+ * TRTLLM MoE backend runs; SGLang's tables time NVFP4 on its CuteDSL kernel only. Where no SGLang source timed the
+ * runner in NVFP4, it is priced as TRT-LLM's newest release times that kernel on this GPU (or on its kin GPU),
+ * never slower than SGLang's own NVFP4 kernel (modelLatency caps a group marked `kin`).
+ */
+function sglangFp4Runner(cal: SystemCalibration, backend: string, op: ModelOp, base: OpModel, kin?: SystemCalibration): Record<string, GroupModel> {
+  const g = `nvfp4|${FLASHINFER_TRTLLM}`;
+  if (backend !== 'sglang' || op !== 'moe' || base.groups[g]) return {};
+  const releases = Object.keys(cal.sources).filter((k) => k.startsWith('trtllm/') && cal.sources[k]![op]).map((k) => k.slice('trtllm/'.length));
+  const newest = releases.sort(compareVersions).at(-1);
+  // The trtllm-gen kernel as TRT-LLM prices it here: timed on this GPU or, for B300 / GB300, on its kin (kinKernels).
+  const theirs = newest ? resolvedModel(cal, 'trtllm', newest, op, `trtllm/${newest}`, kin) : undefined;
+  const gm = theirs?.groups[`nvfp4|${LOW_LATENCY}`];
+  return theirs && gm && sameLattice(base, theirs) ? { [g]: { ...gm, kin: gm.kin ?? `${cal.system} trtllm/${newest}` } } : {};
 }
 
 /** Which groups of a resolved model come from another source than the primary one (for meta.yaml). */

@@ -162,6 +162,32 @@ describe('perf source (bundled tables)', () => {
     }
   });
 
+  it("prices SGLang's FlashInfer TRT-LLM-gen runner with NVFP4 experts as TRT-LLM times the trtllm-gen kernel, never above SGLang's own NVFP4 kernel", async () => {
+    // DeepSeek-R1's experts (within the routings TRT-LLM timed the kernel on) and Qwen3.5-397B's (beyond them: the
+    // efficiency of the nearest it timed); SGLang's tables time NVFP4 on CuteDSL only.
+    const deepseek = { dtype: 'nvfp4' as const, hidden: 7168, inter: 2048, topk: 8, experts: 256, moeTp: 8, moeEp: 1 };
+    const qwen = { dtype: 'nvfp4' as const, hidden: 4096, inter: 1024, topk: 10, experts: 512, moeTp: 4, moeEp: 1 };
+    for (const name of ['b200_sxm', 'b300_sxm'] as const) {
+      const sys = loadSystem(name);
+      const sglang = await loadPerfSource({ system: sys, backend: 'sglang', version: '0.5.14' });
+      const trtllm = await loadPerfSource({ system: sys, backend: 'trtllm', version: '1.3.0rc20' });
+      for (const q of [deepseek, qwen]) {
+        let faster = 0;
+        for (const tokens of [1, 8, 64, 512]) {
+          const runner = sglang.moe({ ...q, tokens, flashinferTrtllm: true });
+          const own = sglang.moe({ ...q, tokens });
+          expect(runner).toBeLessThanOrEqual(own * 1.001);
+          if (runner < own * 0.99) faster++;
+          if (q === deepseek && runner < own * 0.99) expect(runner / trtllm.moe({ ...q, tokens, trtllmGen: true })).toBeCloseTo(1, 1);
+        }
+        expect(faster).toBeGreaterThan(0);
+      }
+      // Formats SGLang timed on the runner itself keep its own tables.
+      const fp8 = { ...qwen, dtype: 'fp8_block' as const, tokens: 64 };
+      expect(sglang.moe({ ...fp8, flashinferTrtllm: true })).not.toBeCloseTo(trtllm.moe({ ...fp8, trtllmGen: true }), 3);
+    }
+  });
+
   it('answers every op with a positive latency', async () => {
     const src = await loadPerfSource({ system: loadSystem('b200_sxm'), backend: 'trtllm', version: '1.2.0rc5' });
     const vals = [
