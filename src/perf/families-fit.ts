@@ -29,7 +29,7 @@ export function fitPart(part: FamilyPart, peaks: Peaks, rows: FamilyRow[]): OpMo
     const gr = byGroup.get(g)!;
     if (gr.length < MIN_GROUP_ROWS) continue;
     const ys = gr.map((r) => Math.log(r.latency / partSol(peaks, part, r.row)));
-    groups[g] = fitGroup(def, gr.map((r) => def.features(r.row)), ys);
+    groups[g] = { ...fitGroup(def, gr.map((r) => def.features(r.row)), ys), floor: Math.min(...gr.map((r) => r.latency)) };
   }
   if (!Object.keys(groups).length) return undefined;
   return { features: def.names, lo: def.lo, hi: def.hi, scale: DEFAULT_FIT.scale, groups };

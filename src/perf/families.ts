@@ -355,7 +355,8 @@ export class FamilyPricer {
     // Outside a group's lattice the correction of the nearest lattice edge holds (evalCorrection clamps).
     const timed = (q: Row, sol: number): number => sol * Math.exp(evalCorrection(fitted!.m, hit.g, def.features(q)));
     const dtype = hit.key.split('|')[0]!;
-    if (r.dtype === undefined || dtype === String(r.dtype)) return Math.max(s, timed(r, s));
+    const floor = hit.g.floor ?? 0;
+    if (r.dtype === undefined || dtype === String(r.dtype)) return Math.max(s, floor, timed(r, s));
     // A format no table timed, priced from a substitute format's group: what that group spends beyond its speed of
     // light at the least work (one sequence, one token: launches and fixed costs) does not change with the format;
     // the rest scales with the speed of light of the format asked for. (Scaling all of it halved a launch-bound
@@ -366,7 +367,7 @@ export class FamilyPricer {
     const leastSol = partSol(this.peaks, part, least);
     const fixed = Math.max(0, timed(least, leastSol) - leastSol);
     const subSol = partSol(this.peaks, part, asSub);
-    return Math.max(s, fixed + Math.max(0, timed(asSub, subSol) - fixed) * (s / subSol));
+    return Math.max(s, floor, fixed + Math.max(0, timed(asSub, subSol) - fixed) * (s / subSol));
   }
 
   linearAttention(q: LinearAttentionQuery): number {

@@ -159,6 +159,12 @@ export interface GroupModel {
    * group (its surfaces know the measured widths only) and price full attention scaled to the window instead.
    */
   windows?: number[];
+  /**
+   * Family ops (families.ts): the least latency its rows measured, ms. The reference times these ops with every
+   * head of the model on one GPU; a tensor-parallel worker runs fewer heads per GPU, below the measured shapes,
+   * where the surfaces would scale launches and fixed costs down with the work. No shape is priced under it.
+   */
+  floor?: number;
   /** MoE low-latency kernel: the routings it was measured on (see routesOf); lookups outside them take the other kernel. */
   routes?: number[];
   /**

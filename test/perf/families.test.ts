@@ -86,6 +86,30 @@ describe('fitted family models', () => {
   });
 });
 
+describe('heads below the measured ones', () => {
+  // A decode state update timed with a model's full 64 heads only: a fixed 5 us launch plus 1.2x its speed of light.
+  // A tensor-parallel worker runs 8 of them per GPU: the fixed cost stays, the surfaces must not scale it down.
+  const FIXED = 0.005;
+  const rows: FamilyRow[] = [];
+  for (const batch of [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]) {
+    const row = gdn({ phase: 'generation', seq: 1, batch }) as unknown as Row;
+    rows.push({ part: 'gdn.generation.core', row, latency: FIXED + 1.2 * partSol(peaks, 'gdn.generation.core', row), kernel: 'k', model: 'm' });
+  }
+  const model = fitPart('gdn.generation.core', peaks, rows)!;
+  const pricer = new FamilyPricer(peaks, 'sglang', '0.5.9', { system: 'h200_sxm', generator: 'test', sources: { 'sglang/0.5.9': { 'gdn.generation.core': model } } });
+
+  it('are never priced under the least latency the group measured', () => {
+    expect(model.groups.bfloat16!.floor).toBeCloseTo(Math.min(...rows.map((r) => r.latency)), 9);
+    for (const batch of [1, 4]) {
+      const tp8 = gdn({ phase: 'generation', seq: 1, batch, heads: 8, keyHeads: 2 }) as unknown as Row;
+      expect(pricer.part('gdn.generation.core', tp8)).toBeGreaterThanOrEqual(FIXED);
+    }
+    // Where the work is larger than the least measured, the surfaces answer as fitted.
+    const big = gdn({ phase: 'generation', seq: 1, batch: 512, heads: 8, keyHeads: 2 }) as unknown as Row;
+    expect(pricer.part('gdn.generation.core', big)).toBeGreaterThan(model.groups.bfloat16!.floor!);
+  });
+});
+
 describe('a format no table timed', () => {
   // A decode module timed with bf16 projections only: a fixed cost of 0.08 ms (launches) plus 1.5x its speed of
   // light. Per-tensor FP8 is priced from that group: the fixed cost stays, the rest scales with FP8's speed of light.
