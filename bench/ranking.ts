@@ -16,6 +16,7 @@ import { band, statFor, tableFor, valueAtConfidence, type ErrorBandsFile } from 
 import { parseCsv, type Row } from '../src/engine/rows.js';
 import type { Band } from '../src/engine/types.js';
 import { referencePath } from '../src/util/paths.js';
+import { rng } from '../src/util/rng.js';
 import { asRunsTheyRestate, releaseOfMeasurement } from './dev-sources.js';
 import { bandsFile, groupBy, keysOf, planBands, runDev, type Result } from './e2e.js';
 
@@ -78,15 +79,11 @@ function interpolatedQuantile(sorted: number[], p: number): number {
   return i + 1 < sorted.length ? sorted[i]! + (x - i) * (sorted[i + 1]! - sorted[i]!) : sorted[i]!;
 }
 
-/** A seeded standard normal source (mulberry32 and Box-Muller), so that the error budget reads the same each run. */
+/** A seeded standard normal source (Box-Muller over the project's seeded generator), so that the error budget reads the same each run. */
 function normalSource(seed: number): () => number {
-  let a = seed >>> 0;
-  const uniform = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return (((t ^ (t >>> 14)) >>> 0) + 0.5) / 4294967296;
-  };
+  const next = rng(seed);
+  // Centred in its 2^-32 bin, never 0 (the logarithm below).
+  const uniform = () => next() + 0.5 / 4294967296;
   return () => Math.sqrt(-2 * Math.log(uniform())) * Math.cos(2 * Math.PI * uniform());
 }
 

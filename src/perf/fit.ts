@@ -281,17 +281,17 @@ export function siblingMoeRows(version: string, own: Row[], siblings: ReadonlyAr
       if (!ratios.has(g)) ratios.set(g, []);
       ratios.get(g)!.push(Math.abs(Math.log((r.latency_ms as number) / mine)));
     }
-    const agrees = (g: string): boolean => {
-      const e = ratios.get(g);
-      if (!e || e.length < SIBLING_MIN_SHARED) return false;
+    const agreeing = new Set<string>();
+    for (const [g, e] of ratios) {
+      if (e.length < SIBLING_MIN_SHARED) continue;
       e.sort((x, y) => x - y);
-      return e[e.length >> 1]! <= SIBLING_MEDIAN && e[Math.floor(0.9 * (e.length - 1))]! <= SIBLING_P90;
-    };
+      if (e[e.length >> 1]! <= SIBLING_MEDIAN && e[Math.floor(0.9 * (e.length - 1))]! <= SIBLING_P90) agreeing.add(g);
+    }
     const lent = new Set<string>();
     for (const r of sib.rows) {
       const g = groupOf(r);
       const shape = `${g}|${moeShapeKey(r)}`;
-      if (!ownGroups.has(`${g}|${r.distribution}`) || taken.has(shape) || !agrees(g)) continue;
+      if (!ownGroups.has(`${g}|${r.distribution}`) || taken.has(shape) || !agreeing.has(g)) continue;
       lent.add(shape);
       out.push(r);
     }
