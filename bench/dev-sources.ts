@@ -101,7 +101,27 @@ export function sourceServerArgs(row: Row): Row | undefined {
   if (!run || row.backend !== 'sglang' || row.mode === 'disagg') return undefined;
   const out: Row = { scheduler_recv_interval: String(recvInterval(row, run)) };
   if (row.precision === 'fp8' && row.system === 'h200_sxm' && ['DeepSeek-R1', 'GLM-5'].includes(run.model)) out.kv_cache_dtype = 'auto';
+  const fraction = memFractionStatic(row, run);
+  if (fraction !== undefined) out.gpu_memory_fraction = String(fraction);
   return out;
+}
+
+/**
+ * --mem-fraction-static of the B200 and H200 scripts (B300 scripts came later than its rows: undefined, the
+ * engine's default): DeepSeek-R1 FP4 0.85, FP8 0.82 (at tp 4 from 2026-01-13 0.95); GLM-5 FP8 0.85, NVFP4 0.80
+ * (0.9 from 2026-04-09); Qwen3.5 0.82 on B200 (NVFP4 0.85, the MTP script 0.8) and 0.8 on H200.
+ */
+function memFractionStatic(row: Row, run: { model: string }): number | undefined {
+  if (!['b200_sxm', 'h200_sxm'].includes(row.system ?? '')) return undefined;
+  const day = /measured=(\d{4}-\d{2}-\d{2})/.exec(row.silicon_data_source ?? '')?.[1] ?? '';
+  const fp4 = row.precision === 'fp4' || row.precision === 'nvfp4';
+  if (run.model === 'DeepSeek-R1') return fp4 ? 0.85 : Number(row.tp_size) === 4 && day >= '2026-01-13' ? 0.95 : 0.82;
+  if (run.model === 'GLM-5') return fp4 ? (day >= '2026-04-09' ? 0.9 : 0.8) : 0.85;
+  if (run.model.startsWith('Qwen3.5')) {
+    if (row.system === 'h200_sxm') return 0.8;
+    return fp4 ? 0.85 : (sourceDepth(row) ?? 0) > 0 ? 0.8 : 0.82;
+  }
+  return undefined;
 }
 
 function recvInterval(row: Row, run: { model: string; conc: number }): number {

@@ -212,7 +212,7 @@ function computeMemory(
   const act = activationBytes(ctx, layout, maxNumTokens);
   const reserve = prof.reserveGiB * GiB + (layout.tp * layout.dp > 1 ? 0.4 * GiB : 0);
   const nonKv = weights + act + reserve;
-  const frac = memoryFractionOf(prof, system.gpu.memGiB);
+  const frac = ctx.memoryFraction ?? memoryFractionOf(prof, system.gpu.memGiB);
   const kvBudget = prof.memoryMode === 'of_free' ? (cap - nonKv) * frac : cap * frac - nonKv;
   const fmt = (b: number) => (b / GiB).toFixed(1);
   if (weights + reserve > cap * (prof.memoryMode === 'of_free' ? 1 : frac)) {

@@ -69,6 +69,7 @@ export const rowNumbersSchema = z.object({
   nextn_accept_rates: z.string().optional().refine((v) => v === undefined || parseAcceptRates(v) !== undefined, 'acceptance rates'),
   kv_cache_dtype: z.string().optional().refine((v) => v === undefined || v.trim() === '' || kvCell(v) !== undefined, 'a KV cache format'),
   scheduler_recv_interval: z.string().optional().refine((v) => v === undefined || v.trim() === '' || (/^\d+$/.test(v.trim()) && Number(v) >= 1 && Number(v) <= MAX_RECV_INTERVAL), 'steps'),
+  gpu_memory_fraction: z.string().optional().refine((v) => v === undefined || v.trim() === '' || (decimal.test(v.trim()) && Number(v) > 0 && Number(v) < 1), 'a fraction'),
 });
 
 /** Throw an InputError naming `where` (e.g. "file.csv line 7") and the first malformed numeric column of a row. */
@@ -83,6 +84,7 @@ export function checkRowNumbers(row: Row, where: string): void {
     : col === 'nextn_accept_rates' ? 'blank or acceptance rates in (0, 1], one per draft position (e.g. "0.85,0.5,0.4")'
     : col === 'kv_cache_dtype' ? `blank (the rule for the row's precision) or one of ${KV_CELLS.join(', ')}`
     : col === 'scheduler_recv_interval' ? `blank or a whole number of steps from 1 to ${MAX_RECV_INTERVAL}`
+    : col === 'gpu_memory_fraction' ? 'blank (the engine\'s default) or a fraction between 0 and 1 (exclusive)'
     : `blank or a non-negative number up to ${MAX_CELL}`;
   throw new InputError(`${where}, column "${col}": ${v === undefined ? 'missing' : quote(v)} is not ${want}`);
 }
@@ -288,6 +290,8 @@ export function estimateRow(row: Row, inp: RowInputs): Estimate | Refusal {
   const recv = rowRecvInterval(row);
   if (recv && 'refused' in recv) return recv;
   if (recv) ctx.schedulerRecvInterval = recv.steps;
+  const fraction = Number((row.gpu_memory_fraction ?? '').trim());
+  if (fraction > 0) ctx.memoryFraction = fraction;
   if (row.mode === 'disagg') {
     let cfg = rowDisaggConfig(row, inp.backend, inp.version, inp.system.gpu);
     cfg = { prefill: cfg.prefill, decode: wideEpLayout(ctx, cfg.decode) };

@@ -43,6 +43,12 @@ export interface EngineContext {
    * steps (1, the default and what our deployments run: every step). Only rows that state it set it.
    */
   schedulerRecvInterval?: number;
+  /**
+   * The share of GPU memory the server was told it may take (SGLang --mem-fraction-static, vLLM
+   * --gpu-memory-utilization, TRT-LLM free_gpu_memory_fraction), in the engine's own sense (of all memory or
+   * of what is free). Absent: the engine's default, which our deployments run. Only rows that state it set it.
+   */
+  memoryFraction?: number;
 }
 
 export type SpeculativeMethod = 'mtp' | 'eagle3';

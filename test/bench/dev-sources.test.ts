@@ -39,13 +39,13 @@ describe('InferenceX agg rows', () => {
     const r: Row = { ...qwenAgg('lmsysorg/sglang:v0.5.9-cu130', 8, 1), model_path: 'deepseek-ai/DeepSeek-R1' };
     r.silicon_data_source = r.silicon_data_source!.replace('model=Qwen3.5-397B', 'model=DeepSeek-R1');
     expect(sourceDepth(r)).toBeUndefined();
-    expect(withSourceKnowledge(r, mtpModel)).toEqual({ row: { ...r, scheduler_recv_interval: '30' }, basis: 'assumed' });
+    expect(withSourceKnowledge(r, mtpModel)).toEqual({ row: { ...r, scheduler_recv_interval: '30', gpu_memory_fraction: '0.82' }, basis: 'assumed' });
   });
 
   it('other sources and recorded columns are kept as they are', () => {
     const other = { ...qwenAgg('x', 4, 1), silicon_data_source: 'db-dump/2026-03-01; config_id=12; silicon_concurrency=16' };
     expect(withSourceKnowledge(other, mtpModel)).toEqual({ row: other, basis: 'assumed' });
-    const recorded = { ...qwenAgg('lmsysorg/sglang:v0.5.9-cu130', 4, 1), nextn: '1', scheduler_recv_interval: '1' };
+    const recorded = { ...qwenAgg('lmsysorg/sglang:v0.5.9-cu130', 4, 1), nextn: '1', scheduler_recv_interval: '1', gpu_memory_fraction: '0.9' };
     expect(withSourceKnowledge(recorded, mtpModel)).toEqual({ row: recorded, basis: 'recorded' });
     // A model without MTP layers drafts nothing, whatever the sweep ran.
     expect(withSourceKnowledge(qwenAgg('lmsysorg/sglang:v0.5.9-cu130', 4, 1), plainModel).row.nextn).toBeUndefined();
@@ -74,6 +74,17 @@ describe("InferenceX's SGLang launch scripts", () => {
     // A column the row states is kept.
     const stated = { ...glmAgg('h200_sxm'), kv_cache_dtype: 'fp8' };
     expect(withSourceKnowledge(stated, plainModel).row.kv_cache_dtype).toBe('fp8');
+  });
+
+  it("take the scripts' --mem-fraction-static on B200 and H200 (by date where a script changed it); B300 keeps the engine's default", () => {
+    const fraction = (r: Row) => sourceServerArgs(r)?.gpu_memory_fraction;
+    expect(fraction(glmAgg('h200_sxm'))).toBe('0.85');
+    expect(fraction({ ...qwenAgg('lmsysorg/sglang:v0.5.9-cu129-amd64', 8, 8, 64), system: 'h200_sxm' })).toBe('0.8');
+    expect(fraction(qwenAgg('lmsysorg/sglang:v0.5.9-cu130-amd64', 8, 1))).toBe('0.82');
+    const glmFp4 = (day: string): Row => ({ ...glmAgg('b200_sxm'), precision: 'fp4', silicon_data_source: glmAgg('b200_sxm').silicon_data_source!.replace('2026-03-24', day) });
+    expect(fraction(glmFp4('2026-03-29'))).toBe('0.8');
+    expect(fraction(glmFp4('2026-04-09'))).toBe('0.9');
+    expect(fraction({ ...qwenAgg('lmsysorg/sglang:v0.5.10.post1-cu130', 4, 1, 64), system: 'b300_sxm' })).toBeUndefined();
   });
 });
 

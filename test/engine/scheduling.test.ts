@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { estimateAgg, estimateDisagg, isRefusal } from '../../src/engine/index.js';
 import { adpBalanceWaitMs, aggMemory, aggPoint, burstMeanSteps } from '../../src/engine/agg.js';
 import { speculationOf } from '../../src/engine/speculation.js';
-import { estimateRow, rowAggConfig, rowAggReplicas } from '../../src/engine/rows.js';
+import { checkRowNumbers, estimateRow, rowAggConfig, rowAggReplicas } from '../../src/engine/rows.js';
 import { backendProfile } from '../../src/engine/backends.js';
 import { trtllmReleaseOf } from '../../src/inputs/dynamo-runtime.js';
 import { loadSystem } from '../../src/inputs/systems.js';
@@ -267,6 +267,23 @@ describe('e2e rows: benchmark concurrency spread over replicas', () => {
     const plain = ttft(row);
     expect(ttft({ ...row, scheduler_recv_interval: '30' })).toBeGreaterThan(plain * 1.5);
     expect(ttft({ ...row, silicon_data_source: 'silicon_concurrency=64; --scheduler-recv-interval 30' })).toBe(plain);
+  });
+  it("a row stating gpu_memory_fraction sizes the KV cache with it instead of the engine's default", () => {
+    const c = testCtx('meta-llama/Llama-3.1-70B', { system: 'h200_sxm', backend: 'sglang', version: '0.5.9' });
+    const inp = { model: c.model, system: c.system, backend: c.backend, version: c.version, perf: c.perf };
+    const row = { ...base, backend: 'sglang', backend_version: '0.5.9', system: 'h200_sxm', precision: 'fp8', isl: '1024', osl: '1024', batch_size: '8', silicon_data_source: 'silicon_concurrency=8' };
+    const kvGiB = (r: Record<string, string>) => {
+      const e = estimateRow(r, inp);
+      if (isRefusal(e)) throw new Error(e.reason);
+      return (e.memory as MemoryPicture).kvCacheGiB;
+    };
+    const capacity = c.system.gpu.memGiB;
+    // 10 points of the GPU's memory fewer for the server, all of them out of the KV cache.
+    expect(kvGiB({ ...row, gpu_memory_fraction: '0.8' })).toBeCloseTo(kvGiB({ ...row, gpu_memory_fraction: '0.9' }) - 0.1 * capacity, 6);
+    expect(kvGiB({ ...row, gpu_memory_fraction: '' })).toBeGreaterThan(kvGiB({ ...row, gpu_memory_fraction: '0.8' }));
+    for (const v of ['0', '1', '85', 'most']) {
+      expect(() => checkRowNumbers({ ...row, gpu_memory_fraction: v }, 'f.csv line 5')).toThrow(`f.csv line 5, column "gpu_memory_fraction": ${JSON.stringify(v)} is not blank (the engine's default) or a fraction between 0 and 1 (exclusive)`);
+    }
   });
   it('concurrency equal to batch_size is one replica', () => {
     const row = { ...base, silicon_data_source: 'silicon_concurrency=16' };
