@@ -9,13 +9,18 @@ import { RECIPE_MTP_DEPTH } from '../src/engine/speculation.js';
 import { isKnownBuild, rowConcurrency, workersRecorded, type Row } from '../src/engine/rows.js';
 import { measuredMeans } from '../test/support/e2e-reference.js';
 import { engineShippedBy } from '../src/inputs/dynamo-runtime.js';
+import { listBundledModels } from '../src/inputs/models.js';
 import type { Backend, ModelSpec } from '../src/inputs/types.js';
 import { versionKey } from '../src/util/versions.js';
 
 /** A pool of a disaggregated entry: workers, GPUs per worker (tp), expert parallelism and attention DP. */
 export interface Pool { workers: number; tp: number; ep: number; dpAttn: boolean }
-/** What every InferenceX search-space entry names, and the first and last day a configuration version listed it. */
-export interface Common { config: string; image: string; model: string; system: string; backend: string; precision: string; isl: number; osl: number; listed: [string, string] }
+/**
+ * What every InferenceX search-space entry names, and the first and last day a configuration version listed it:
+ * `model` as its results name it (`model=` in the rows), `checkpoint` the checkpoint its scripts served (e.g.
+ * zai-org/GLM-5-FP8).
+ */
+export interface Common { config: string; image: string; model: string; checkpoint: string; system: string; backend: string; precision: string; isl: number; osl: number; listed: [string, string] }
 /** A single-node entry: its layout, loads (a doubling range or a list) and draft depth (0: none). */
 export interface AggEntry extends Common { tp: number; ep: number; dpAttn: boolean; conc: number[]; concRange: boolean; nextn: number }
 /** A disaggregated entry: its loads, pools and draft depth (null: MTP whose recipe names no depth). */
@@ -146,6 +151,21 @@ function poolColumns(side: 'prefill' | 'decode', p: Pool): Row {
     [`${side}_num_workers`]: String(p.workers), [`${side}_tp_size`]: String(p.dpAttn ? 1 : p.tp), [`${side}_attention_dp_size`]: String(p.dpAttn ? p.tp : 1),
     [`${side}_moe_ep_size`]: String(p.ep), [`${side}_moe_tp_size`]: String(Math.max(1, Math.floor(p.tp / p.ep))),
   };
+}
+
+const BUNDLED_IDS = new Set(listBundledModels().map((m) => m.id));
+
+/**
+ * An InferenceX row names the base model (model_path zai-org/GLM-5) while its sweep served a quantized checkpoint
+ * (zai-org/GLM-5-FP8, nvidia/GLM-5-NVFP4), whose config says which layers keep which format: the row takes the
+ * checkpoint its sweep served when that is one bundled checkpoint, and keeps its model otherwise.
+ */
+export function withServedCheckpoint(row: Row): Row {
+  const run = inferencexRun(row);
+  if (!run) return row;
+  const served = new Set([...INFERENCEX.agg, ...INFERENCEX.disagg].filter((e) => sameSweep(e, row, run)).map((e) => e.checkpoint));
+  const [checkpoint] = served;
+  return served.size === 1 && BUNDLED_IDS.has(checkpoint!) && checkpoint !== row.model_path ? { ...row, model_path: checkpoint! } : row;
 }
 
 /**

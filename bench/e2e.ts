@@ -15,7 +15,7 @@ import { decodeFloorMs } from '../src/engine/memory.js';
 import { BANDS_FILE, band, groupKeys, loadOf, statFor, tableFor, type BandFit, type BandTable, type ErrorBandsFile, type ErrorGroup } from '../src/engine/bands.js';
 import { backendProfile } from '../src/engine/backends.js';
 import { estimateRow, parseCsv, rowConcurrency, rowDtypes, workersRecorded, type Row, type RowInputs } from '../src/engine/rows.js';
-import { asRunsTheyRestate, releaseOfMeasurement, withSourceKnowledge, type SourceBasis } from './dev-sources.js';
+import { asRunsTheyRestate, releaseOfMeasurement, withServedCheckpoint, withSourceKnowledge, type SourceBasis } from './dev-sources.js';
 import { UnsupportedError } from '../src/util/errors.js';
 import { resolveRowInputs } from '../src/cli/context.js';
 import type { EngineContext, Estimate, TtftParts } from '../src/engine/types.js';
@@ -60,7 +60,8 @@ const pct = (pred: number, meas: number) => (100 * (pred - meas)) / meas;
 
 export async function runDev(rows: Row[], perfData?: string): Promise<Result[]> {
   const out: Result[] = [];
-  for (const recorded of rows) {
+  for (const named of rows) {
+    const recorded = withServedCheckpoint(named);
     let row = recorded;
     const r: Result = { source: 'dev', system: row.system, backend: row.backend, family: '?', kind: '?', mode: row.mode, label: row.id, inputs: inputKey(row) };
     const inp = await resolveRowInputs(row, perfData);

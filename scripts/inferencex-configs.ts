@@ -1,7 +1,7 @@
 // What the InferenceX sweeps among the dev rows ran, from that project's own published configuration: for each
-// search-space entry, the speculative decoding (checkpoints with MTP layers) and, for disaggregated runs, the
-// deployment (workers, tp, ep and attention DP of each pool), which the dev rows record only in part (no worker
-// counts, attention DP folded into tp). bench/dev-sources.ts reads the file this writes to set those columns of the
+// search-space entry, the checkpoint served, the speculative decoding (checkpoints with MTP layers) and, for
+// disaggregated runs, the deployment (workers, tp, ep and attention DP of each pool), which the dev rows record only
+// in part (the base model's name, no worker counts, attention DP folded into tp). bench/dev-sources.ts reads the file this writes to set those columns of the
 // InferenceX rows (silicon_data_source "source_file=...; model=...; image=..."); docs/engine.md "Speculative
 // decoding" says how.
 //   npx tsx scripts/inferencex-configs.ts --repo DIR [--since 2025-10-01] [--until 2026-04-10]
@@ -55,7 +55,7 @@ function disaggMtpDepth(spec: string | undefined, settings: string[]): number | 
 
 interface RawPool { 'num-worker'?: number; tp?: number; ep?: number; 'dp-attn'?: boolean; 'additional-settings'?: string[] }
 interface SearchSpace { tp?: number; ep?: number; 'dp-attn'?: boolean; 'conc-start'?: number; 'conc-end'?: number; 'conc-list'?: number[]; 'spec-decoding'?: string; prefill?: RawPool; decode?: RawPool }
-interface Config { image: string; 'model-prefix': string; runner: string; precision: string; framework: string; multinode?: boolean; 'seq-len-configs'?: { isl: number; osl: number; 'search-space': SearchSpace[] }[] }
+interface Config { image: string; model: string; 'model-prefix': string; runner: string; precision: string; framework: string; multinode?: boolean; 'seq-len-configs'?: { isl: number; osl: number; 'search-space': SearchSpace[] }[] }
 
 /** Keep an entry once, with the first and last day a configuration version listed it. */
 function note<T extends Common>(m: Map<string, T>, e: Omit<T, 'listed'>, day: string): void {
@@ -84,7 +84,7 @@ for (const [hash, day] of [...commits].reverse()) {
     const backend = BACKENDS[c?.framework];
     if (!model || !system || !backend) continue;
     for (const sl of c['seq-len-configs'] ?? []) {
-      const common: Omit<Common, 'listed'> = { config, image: c.image.replace('#', '/'), model, system, backend, precision: c.precision, isl: sl.isl, osl: sl.osl };
+      const common: Omit<Common, 'listed'> = { config, image: c.image.replace('#', '/'), model, checkpoint: c.model, system, backend, precision: c.precision, isl: sl.isl, osl: sl.osl };
       for (const s of sl['search-space'] ?? []) {
         if (s.prefill && s.decode && s['conc-list']) {
           const settings = [...(s.prefill['additional-settings'] ?? []), ...(s.decode['additional-settings'] ?? [])];

@@ -1,7 +1,7 @@
 // What the benchmark sets on dev rows from their source (bench/dev-sources.ts): InferenceX's sweeps are priced as
 // that project's published configuration ran them; other rows keep the columns they record.
 import { describe, expect, it } from 'vitest';
-import { asRunsTheyRestate, sourceDeployment, sourceDepth, sourceServerArgs, withSourceKnowledge } from '../../bench/dev-sources.js';
+import { asRunsTheyRestate, sourceDeployment, sourceDepth, sourceServerArgs, withServedCheckpoint, withSourceKnowledge } from '../../bench/dev-sources.js';
 import type { Row } from '../../src/engine/rows.js';
 import type { ModelSpec } from '../../src/inputs/types.js';
 
@@ -85,6 +85,22 @@ describe("InferenceX's SGLang launch scripts", () => {
     expect(fraction(glmFp4('2026-03-29'))).toBe('0.8');
     expect(fraction(glmFp4('2026-04-09'))).toBe('0.9');
     expect(fraction({ ...qwenAgg('lmsysorg/sglang:v0.5.10.post1-cu130', 4, 1, 64), system: 'b300_sxm' })).toBeUndefined();
+  });
+});
+
+describe('InferenceX rows name the base model; their sweep served a checkpoint', () => {
+  it('a row takes the one bundled checkpoint its sweep served, and keeps its model where that is not bundled or not named', () => {
+    const glm = (system: string, tag: string): Row => ({ ...glmAgg(system), model_path: 'zai-org/GLM-5', silicon_data_source: glmAgg(system).silicon_data_source!.replace('v0.5.9-cu130', tag) });
+    expect(withServedCheckpoint(glm('h200_sxm', 'glm5-hopper')).model_path).toBe('zai-org/GLM-5-FP8');
+    const fp4 = { ...glm('b200_sxm', 'nightly-dev-cu13-20260328-a27651d5'), precision: 'fp4' };
+    expect(withServedCheckpoint(fp4).model_path).toBe('nvidia/GLM-5-NVFP4');
+    // Qwen/Qwen3.5-397B-A17B-FP8 is not bundled: the base model prices it.
+    expect(withServedCheckpoint(qwenAgg('lmsysorg/sglang:v0.5.9-cu129-amd64', 8, 1)).model_path).toBe('Qwen/Qwen3.5-397B-A17B');
+    // An image no configuration listed, and a row of another source, are left as they are.
+    const unknown = glm('h200_sxm', 'v9.9.9');
+    expect(withServedCheckpoint(unknown)).toBe(unknown);
+    const other = { ...unknown, silicon_data_source: 'db-dump/2026-03-01; silicon_concurrency=16' };
+    expect(withServedCheckpoint(other)).toBe(other);
   });
 });
 
