@@ -1,9 +1,9 @@
 // What the InferenceX sweeps among the dev rows ran, from that project's own published configuration: for each
 // search-space entry, the checkpoint served, the speculative decoding (checkpoints with MTP layers) and, for
 // disaggregated runs, the deployment (workers, tp, ep and attention DP of each pool), which the dev rows record only
-// in part (the base model's name, no worker counts, attention DP folded into tp). bench/dev-sources.ts reads the file this writes to set those columns of the
-// InferenceX rows (silicon_data_source "source_file=...; model=...; image=..."); docs/engine.md "Speculative
-// decoding" says how.
+// in part (the base model's name, no worker counts, attention DP folded into tp). bench/dev-sources.ts reads the
+// file this writes to set those columns of the InferenceX rows (silicon_data_source "source_file=...; model=...;
+// image=..."); docs/engine.md "Speculative decoding" says how.
 //   npx tsx scripts/inferencex-configs.ts --repo DIR [--since 2025-10-01] [--until 2026-04-10]
 // DIR is a git checkout of github.com/SemiAnalysisAI/InferenceX; every version of .github/configs/nvidia-master.yaml
 // committed in the window is read (the dev rows were measured from 2025-10 to 2026-04). Writes
