@@ -9,7 +9,7 @@ import { RECIPE_MTP_DEPTH } from '../src/engine/speculation.js';
 import { isKnownBuild, rowConcurrency, workersRecorded, type Row } from '../src/engine/rows.js';
 import { measuredMeans } from '../test/support/e2e-reference.js';
 import { engineShippedBy } from '../src/inputs/dynamo-runtime.js';
-import { listBundledModels } from '../src/inputs/models.js';
+import { findBundled } from '../src/inputs/registry.js';
 import type { Backend, ModelSpec } from '../src/inputs/types.js';
 import { versionKey } from '../src/util/versions.js';
 
@@ -39,6 +39,9 @@ function inferencexRun(row: Row): { model: string; image: string; conc: number }
   const conc = Number(/silicon_concurrency=(\d+)/.exec(src)?.[1]);
   return model && image && conc ? { model, image, conc } : undefined;
 }
+
+/** The day a row's source says it was measured (`measured=YYYY-MM-DD...`), if it says. */
+const measuredDay = (row: Row): string | undefined => /measured=(\d{4}-\d{2}-\d{2})/.exec(row.silicon_data_source ?? '')?.[1];
 
 const sameSweep = (e: Common, row: Row, run: { model: string; image: string }): boolean =>
   e.model === run.model && e.image === run.image && e.system === row.system && e.backend === row.backend && e.precision === row.precision;
@@ -87,7 +90,7 @@ export function sourceDeployment(row: Row): { prefill: Pool; decode: Pool; nextn
     !placeholder(e.prefill) && !placeholder(e.decode));
   const one = (es: DisaggEntry[]): DisaggEntry | undefined => (new Set(es.map((e) => JSON.stringify([e.prefill, e.decode, e.nextn]))).size === 1 ? es[0] : undefined);
   // Several deployments at that load over the configuration's history: the ones listed when the row was measured.
-  const day = /measured=(\d{4}-\d{2}-\d{2})/.exec(row.silicon_data_source ?? '')?.[1];
+  const day = measuredDay(row);
   return one(hits) ?? (day ? one(hits.filter((e) => e.listed[0] <= day && day <= plusDays(e.listed[1], LISTED_GRACE_DAYS))) : undefined);
 }
 
@@ -118,7 +121,7 @@ export function sourceServerArgs(row: Row): Row | undefined {
  */
 function memFractionStatic(row: Row, run: { model: string }): number | undefined {
   if (!['b200_sxm', 'h200_sxm'].includes(row.system ?? '')) return undefined;
-  const day = /measured=(\d{4}-\d{2}-\d{2})/.exec(row.silicon_data_source ?? '')?.[1] ?? '';
+  const day = measuredDay(row) ?? '';
   const fp4 = row.precision === 'fp4' || row.precision === 'nvfp4';
   if (run.model === 'DeepSeek-R1') return fp4 ? 0.85 : Number(row.tp_size) === 4 && day >= '2026-01-13' ? 0.95 : 0.82;
   if (run.model === 'GLM-5') return fp4 ? (day >= '2026-04-09' ? 0.9 : 0.8) : 0.85;
@@ -153,8 +156,6 @@ function poolColumns(side: 'prefill' | 'decode', p: Pool): Row {
   };
 }
 
-const BUNDLED_IDS = new Set(listBundledModels().map((m) => m.id));
-
 /**
  * An InferenceX row names the base model (model_path zai-org/GLM-5) while its sweep served a quantized checkpoint
  * (zai-org/GLM-5-FP8, nvidia/GLM-5-NVFP4), whose config says which layers keep which format: the row takes the
@@ -165,7 +166,7 @@ export function withServedCheckpoint(row: Row): Row {
   if (!run) return row;
   const served = new Set([...INFERENCEX.agg, ...INFERENCEX.disagg].filter((e) => sameSweep(e, row, run)).map((e) => e.checkpoint));
   const [checkpoint] = served;
-  return served.size === 1 && BUNDLED_IDS.has(checkpoint!) && checkpoint !== row.model_path ? { ...row, model_path: checkpoint! } : row;
+  return served.size === 1 && findBundled(checkpoint!)?.id === checkpoint && checkpoint !== row.model_path ? { ...row, model_path: checkpoint! } : row;
 }
 
 /**
@@ -210,7 +211,7 @@ export function releaseOfMeasurement(row: Row): Row {
   const v = row.backend_version ?? '';
   if (versionKey(v) || !(['vllm', 'sglang', 'trtllm'] as string[]).includes(row.backend ?? '')) return row;
   if (isKnownBuild(row.backend as Backend, v)) return row;
-  const date = /measured=(\d{4}-\d{2}-\d{2})/.exec(row.silicon_data_source ?? '')?.[1];
+  const date = measuredDay(row);
   return date ? { ...row, backend_version: engineShippedBy(row.backend as Backend, date) } : row;
 }
 
